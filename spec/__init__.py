@@ -1,0 +1,1 @@
+"""The TLA+ specification, shipped as package data (no Python lives here)."""
