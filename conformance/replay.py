@@ -1,0 +1,300 @@
+"""Run a validated scenario against the Python coordinator (kgc.impl) and check it.
+
+One scenario gets a fresh world: a VirtualClock at 0, a SystemTimer on it, and a
+GroupCoordinator with the scenario's config and a fixed member-id seed, so a replay is
+deterministic. Requests go in through the coordinator's handlers; responses come back through
+callbacks and are kept by request id, whenever they arrive (during the request, or during a
+later request or tick that completes a delayed operation). The run stops at the first step
+that does not hold.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from kgc.conformance import refs
+from kgc.conformance.scenario import (
+    STATE_NAMES, Expect, ExpectState, Heartbeat, Join, Leave, Load, Scenario, Step, Sync, Tick,
+    Unload,
+)
+
+MEMBER_ID_SEED = 0
+CLIENT_HOST = "localhost"
+
+
+@dataclass(frozen=True)
+class StepFailure:
+    """The first step that did not hold."""
+
+    step: int
+    expected: str
+    seen: str
+
+    def __str__(self) -> str:
+        return f"step {self.step}: expected {self.expected}; seen {self.seen}"
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    name: str
+    file: str
+    failure: StepFailure | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.failure is None
+
+
+class _StepFailed(Exception):
+    def __init__(self, expected: str, seen: str) -> None:
+        super().__init__(expected, seen)
+        self.expected = expected
+        self.seen = seen
+
+
+#: Called before each step with (index, step, world); the coverage test uses it to see the
+#: group's state at every request without the runner knowing about coverage.
+BeforeStep = Callable[[int, Step, "World"], None]
+
+
+def state_name(state: Any) -> str:
+    """GroupState -> Kafka's state name, whatever spelling the enum uses (Empty, EMPTY, ...)."""
+    wanted = {s.lower(): s for s in STATE_NAMES}
+    for candidate in (getattr(state, "name", None), getattr(state, "value", None), str(state)):
+        if isinstance(candidate, str):
+            key = candidate.split(".")[-1].replace("_", "").lower()
+            if key in wanted:
+                return wanted[key]
+    return str(state)
+
+
+def error_name(error: Any) -> str:
+    return getattr(error, "name", str(error))
+
+
+@dataclass
+class World:
+    """The coordinator under test plus what the scenario has seen of it so far."""
+
+    scenario: Scenario
+    observer: Any = None
+    clock: Any = None
+    timer: Any = None
+    coordinator: Any = None
+    requests: dict[str, Step] = field(default_factory=dict)
+    responses: dict[str, list[Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # imported here so that the format (scenario.py) is usable without kgc.impl
+        from kgc.impl.clock import VirtualClock
+        from kgc.impl.coordinator import GroupConfig, GroupCoordinator
+        from kgc.impl.timer import SystemTimer
+
+        cfg = self.scenario.config
+        self.clock = VirtualClock(0)
+        self.timer = SystemTimer(self.clock)
+        config = GroupConfig(
+            min_session_timeout_ms=cfg.min_session_timeout_ms,
+            max_session_timeout_ms=cfg.max_session_timeout_ms,
+            initial_rebalance_delay_ms=cfg.initial_rebalance_delay_ms,
+            max_group_size=cfg.max_group_size,
+        )
+        self.coordinator = GroupCoordinator(config, self.clock, self.timer,
+                                            member_id_seed=MEMBER_ID_SEED, observer=self.observer)
+
+    # -- responses ---------------------------------------------------------------------------
+
+    def _callback(self, request_id: str) -> Callable[[Any], None]:
+        def deliver(result: Any) -> None:
+            self.responses[request_id].append(result)
+        return deliver
+
+    def join_answer(self, request_id: str) -> str | None:
+        """refs.JoinAnswers: the member id join `request_id` was given, None while unanswered."""
+        delivered = self.responses.get(request_id)
+        if not delivered:
+            return None
+        return delivered[0].member_id or ""
+
+    def resolve(self, ref: Any, index: int) -> str:
+        return refs.resolve(ref, self.join_answer, self.scenario.file, index)
+
+    # -- actions -----------------------------------------------------------------------------
+
+    def send(self, index: int, step: Step) -> None:
+        if isinstance(step, (Join, Sync, Heartbeat, Leave)):
+            member_id = self.resolve(step.member, index)
+            self.requests[step.id] = step
+            self.responses[step.id] = []
+            callback = self._callback(step.id)
+        c = self.coordinator
+        if isinstance(step, Join):
+            c.handle_join_group(step.group, member_id, step.instance, step.require_known_member,
+                                step.client, CLIENT_HOST, step.rebalance_timeout_ms,
+                                step.session_timeout_ms, step.protocol_type,
+                                [tuple(p) for p in step.protocols], callback)
+        elif isinstance(step, Sync):
+            assignment = {self.resolve(k, index): v for k, v in step.assignment}
+            c.handle_sync_group(step.group, step.generation, member_id, None, None, None,
+                                assignment, callback)
+        elif isinstance(step, Heartbeat):
+            c.handle_heartbeat(step.group, member_id, None, step.generation, callback)
+        elif isinstance(step, Leave):
+            c.handle_leave_group(step.group, [_leave_identity(member_id)], callback)
+        elif isinstance(step, Tick):
+            self.timer.advance_to(self.clock.now_ms() + step.ms)
+        elif isinstance(step, Unload):
+            c.on_group_unloaded(step.group)
+        elif isinstance(step, Load):
+            c.on_group_loaded(step.group)
+
+    # -- checks ------------------------------------------------------------------------------
+
+    def check_response(self, index: int, step: Expect) -> None:
+        request = self.requests[step.request_id]
+        delivered = self.responses[step.request_id]
+        checks = step.checks
+        what = f"response to {step.request_id!r}"
+        if len(delivered) > 1:
+            raise _StepFailed(f"one {what}", f"{len(delivered)} responses: "
+                                             + "; ".join(_describe(r) for r in delivered))
+        if "pending" in checks:
+            if checks["pending"] and delivered:
+                raise _StepFailed(f"{what} pending", f"delivered: {_describe(delivered[0])}")
+            if not checks["pending"] and not delivered:
+                raise _StepFailed(f"{what} delivered", "no response yet")
+        rest = {k: v for k, v in checks.items() if k != "pending"}
+        if not rest:
+            return
+        if not delivered:
+            wanted = ", ".join(f"{k}={_show(v)}" for k, v in rest.items())
+            raise _StepFailed(f"{what} with {wanted}", "no response yet")
+        seen = _response_fields(request, delivered[0])
+        expected_vals: dict[str, Any] = {}
+        for key, want in rest.items():
+            if key == "leader":
+                want = self.resolve(want, index)
+            elif key == "members":
+                want = sorted(self.resolve(m, index) for m in want)
+            expected_vals[key] = want
+        _compare(what, expected_vals, seen, delivered[0])
+
+    def check_state(self, index: int, step: ExpectState) -> None:
+        seen = self.group_view(step.group)
+        expected_vals: dict[str, Any] = {}
+        for key, want in step.checks.items():
+            if key == "leader":
+                want = refs.resolve_optional(want, self.join_answer, self.scenario.file, index)
+            elif key == "members":
+                want = sorted(set(self.resolve(m, index) for m in want))
+            expected_vals[key] = want
+        _compare(f"group {step.group!r}", expected_vals, seen, None)
+
+    def group_view(self, group_id: str) -> dict[str, Any]:
+        """The coordinator's view of a group in the contract's terms (a group it does not hold
+        is Dead, with nothing in it)."""
+        group = self.coordinator.group(group_id)
+        if group is None:
+            return {"state": "Dead", "generation": None, "members": [], "leader": None,
+                    "member_count": 0, "pending_count": 0, "protocol": None}
+        return {
+            "state": state_name(group.state),
+            "generation": group.generation_id,
+            "members": sorted(group.members),
+            "leader": group.leader_id,
+            "member_count": len(group.members),
+            "pending_count": len(group.pending_members),
+            "protocol": group.protocol_name,
+        }
+
+
+def _leave_identity(member_id: str) -> Any:
+    try:
+        from kgc.impl.coordinator import LeaveMemberIdentity
+    except ImportError:
+        from kgc.impl.protocol import LeaveMemberIdentity  # type: ignore[no-redef]
+    return LeaveMemberIdentity(member_id, None)
+
+
+def _response_fields(request: Step, result: Any) -> dict[str, Any]:
+    """A response in the contract's `expect` keys."""
+    if isinstance(request, Join):
+        return {
+            "error": error_name(result.error),
+            "generation": result.generation_id,
+            "leader": result.leader_id,
+            "member_id_given": bool(result.member_id),
+            "members": sorted(m.member_id for m in result.members),
+            "protocol": result.protocol_name,
+        }
+    if isinstance(request, Sync):
+        return {"error": error_name(result.error), "assignment": result.member_assignment}
+    if isinstance(request, Heartbeat):
+        return {"error": error_name(result)}
+    # Leave: the member's own error where the top-level error is NONE, else the top-level one
+    top = error_name(result.error)
+    if top == "NONE" and result.member_responses:
+        return {"error": error_name(result.member_responses[0][2])}
+    return {"error": top}
+
+
+def _show(v: Any) -> str:
+    return "null" if v is None else repr(v) if isinstance(v, str) else str(v)
+
+
+def _describe(result: Any) -> str:
+    if hasattr(result, "error"):
+        fields = {k: v for k, v in vars(result).items()} if hasattr(result, "__dict__") else {}
+        if not fields and hasattr(result, "__dataclass_fields__"):
+            fields = {k: getattr(result, k) for k in result.__dataclass_fields__}
+        parts = []
+        for k, v in fields.items():
+            if k == "members":
+                v = [getattr(m, "member_id", m) for m in v]
+            parts.append(f"{k}={error_name(v) if k == 'error' else v!r}")
+        return "(" + ", ".join(parts) + ")" if parts else repr(result)
+    return error_name(result)
+
+
+def _compare(what: str, expected: dict[str, Any], seen: dict[str, Any], raw: Any) -> None:
+    wrong = [k for k in expected if expected[k] != seen.get(k)]
+    if wrong:
+        exp = ", ".join(f"{k}={_show(expected[k])}" for k in wrong)
+        got = ", ".join(f"{k}={_show(seen.get(k))}" for k in wrong)
+        if raw is not None:
+            got += f" in {_describe(raw)}"
+        raise _StepFailed(f"{what} with {exp}", got)
+
+
+def run_scenario(scenario: Scenario, before_step: BeforeStep | None = None,
+                 observer: Any = None) -> ReplayResult:
+    """Run every step in order; PASS, or FAIL at the first step that did not hold. Raises
+    ScenarioError when a member reference is used before its join has been answered."""
+    world = World(scenario, observer=observer)
+    for index, step in enumerate(scenario.steps):
+        if before_step is not None:
+            before_step(index, step, world)
+        try:
+            if isinstance(step, Expect):
+                world.check_response(index, step)
+            elif isinstance(step, ExpectState):
+                world.check_state(index, step)
+            else:
+                world.send(index, step)
+        except _StepFailed as f:
+            return ReplayResult(scenario.name, scenario.file, StepFailure(index, f.expected, f.seen))
+        except refs.ScenarioError:
+            raise
+        except Exception as e:  # the coordinator broke: that is a failed step, not a bad file
+            return ReplayResult(scenario.name, scenario.file, StepFailure(
+                index, f"{_step_kind(step)} handled", f"{type(e).__name__}: {e}"))
+    return ReplayResult(scenario.name, scenario.file)
+
+
+def _step_kind(step: Step) -> str:
+    if isinstance(step, Expect):
+        return f"expect {step.request_id!r}"
+    if isinstance(step, ExpectState):
+        return f"expect_state {step.group!r}"
+    return type(step).__name__.lower()

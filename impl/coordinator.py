@@ -1,0 +1,1054 @@
+"""Kafka 3.x's classic group coordinator (core/.../coordinator/group/GroupCoordinator.scala,
+Kafka 3.7-3.9), without offsets: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, the rebalance and
+heartbeat purgatories, and loading / unloading a group as its offsets partition moves.
+
+Every handler has Kafka's shape: validate the request -> look the group up -> dispatch on the
+group's state. Delayed operations (`delayed.py`) only call back into this class
+(`try_complete_join`, `on_complete_join`, `on_expire_heartbeat`, ...), so the protocol lives in
+one file.
+
+The coordinator never raises to its caller. An unexpected internal error answers the request
+UNKNOWN_SERVER_ERROR (if it has not been answered) and is recorded in `internal_errors`; every
+request callback is answered at most once (a second answer is dropped and counted in
+`duplicate_answers`). Both counters are meant to stay at zero.
+
+Deliberate differences from Kafka, all at the edges Kafka leaves to chance or to other layers:
+- member ids are `clientId-<uuid4>` with the uuid drawn from `random.Random(member_id_seed)`;
+- ties in the protocol vote and the choice of a new leader follow member join order, not
+  HashMap order (see `group.py`);
+- request-level validation done by KafkaApis (instance-id syntax, API versions) is not modelled;
+- only the group metadata record is stored; offsets (and offset expiry of Empty groups) are not.
+
+Observer timer kinds (`on_timer`): "join" (DelayedJoin), "initial_join" (InitialDelayedJoin),
+"heartbeat" (DelayedHeartbeat, member id given), "pending_member" (a MEMBER_ID_REQUIRED member's
+expiration, member id given), "sync" (DelayedSync). They are reported just before the expiry takes
+effect, and only for the group object the coordinator currently hosts. Request kinds
+(`on_request` / `on_response`): "join", "sync", "heartbeat", "leave"; `on_request` also reports
+"unload" and "load" (no response follows those).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Protocol, Sequence
+
+from kgc.impl.clock import Clock
+from kgc.impl.delayed import (DelayedHeartbeat, DelayedJoin, DelayedSync, GroupJoinKey,
+                              GroupSyncKey, InitialDelayedJoin, MemberKey)
+from kgc.impl.errors import Errors
+from kgc.impl.group import (GroupMetadata, GroupState, MemberMetadata, Protocols,
+                            normalize_protocols)
+from kgc.impl.purgatory import DelayedOperationPurgatory
+from kgc.impl.store import GroupStore, InMemoryGroupStore, StoredGroup
+from kgc.impl.timer import SystemTimer
+
+log = logging.getLogger(__name__)
+
+UNKNOWN_MEMBER_ID = ""     # JoinGroupRequest.UNKNOWN_MEMBER_ID
+NO_GENERATION = -1         # GroupCoordinator.NoGeneration
+NO_LEADER = ""             # GroupCoordinator.NoLeader
+
+PreparingRebalance = GroupState.PreparingRebalance
+CompletingRebalance = GroupState.CompletingRebalance
+Stable = GroupState.Stable
+Empty = GroupState.Empty
+Dead = GroupState.Dead
+
+
+# ----------------------------------------------------------------------------------------------
+# Configuration, results, observer
+# ----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class GroupConfig:
+    """Broker settings the coordinator reads (Kafka's defaults)."""
+    min_session_timeout_ms: int = 6000          # group.min.session.timeout.ms
+    max_session_timeout_ms: int = 1800000       # group.max.session.timeout.ms
+    initial_rebalance_delay_ms: int = 3000      # group.initial.rebalance.delay.ms
+    max_group_size: Optional[int] = None        # group.max.size; None = unbounded
+    new_member_join_timeout_ms: int = 300000    # GroupCoordinator.NewMemberJoinTimeoutMs
+
+
+@dataclass(frozen=True)
+class JoinGroupResponseMember:
+    member_id: str
+    group_instance_id: Optional[str]
+    metadata: str
+
+
+@dataclass(frozen=True)
+class JoinGroupResult:
+    members: list[JoinGroupResponseMember]
+    member_id: str
+    generation_id: int
+    protocol_type: Optional[str]
+    protocol_name: Optional[str]
+    leader_id: str
+    error: Errors
+
+    @classmethod
+    def error_result(cls, member_id: str, error: Errors) -> JoinGroupResult:
+        """JoinGroupResult(memberId, error) in Kafka: no generation, protocol or leader."""
+        return cls([], member_id, NO_GENERATION, None, None, NO_LEADER, error)
+
+
+@dataclass(frozen=True)
+class SyncGroupResult:
+    error: Errors
+    protocol_type: Optional[str] = None
+    protocol_name: Optional[str] = None
+    member_assignment: str = ""
+
+
+@dataclass(frozen=True)
+class LeaveMemberIdentity:
+    member_id: str
+    group_instance_id: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class LeaveGroupResult:
+    error: Errors
+    member_responses: list[tuple[str, Optional[str], Errors]] = field(default_factory=list)
+
+
+class CoordinatorObserver(Protocol):
+    def on_request(self, kind: str, group_id: str, args: dict) -> None: ...
+    def on_response(self, kind: str, group_id: str, result: object) -> None: ...
+    def on_timer(self, kind: str, group_id: str, member_id: Optional[str]) -> None: ...
+    def on_transition(self, group_id: str, old: GroupState, new: GroupState) -> None: ...
+
+
+class _Responder:
+    """Wraps a request's callback: tells the observer, and answers at most once."""
+
+    def __init__(self, coordinator: GroupCoordinator, kind: str, group_id: str,
+                 callback: Callable[[Any], None]) -> None:
+        self._coordinator = coordinator
+        self._kind = kind
+        self._group_id = group_id
+        self._callback = callback
+        self.answered = False
+
+    def __call__(self, result: Any) -> None:
+        if self.answered:
+            self._coordinator.duplicate_answers += 1
+            log.error("dropping a second %s answer for group %s: %r",
+                      self._kind, self._group_id, result)
+            return
+        self.answered = True
+        self._coordinator._notify("on_response", self._kind, self._group_id, result)
+        try:
+            self._callback(result)
+        except Exception:  # the caller's bug must not break the coordinator
+            self._coordinator.callback_errors += 1
+            log.exception("%s response callback for group %s raised", self._kind,
+                          self._group_id)
+
+    def answer_if_unanswered(self, result: Any) -> None:
+        if not self.answered:
+            self(result)
+
+
+def _never_raise(default: Any = None) -> Callable:
+    """For entry points called by delayed operations and the store: record, don't raise."""
+    def decorate(fn: Callable) -> Callable:
+        def wrapper(self: GroupCoordinator, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(self, *args, **kwargs)
+            except Exception:
+                self._record_internal_error(fn.__name__)
+                return default
+        wrapper.__name__ = fn.__name__
+        wrapper.__doc__ = fn.__doc__
+        return wrapper
+    return decorate
+
+
+# ----------------------------------------------------------------------------------------------
+# The coordinator
+# ----------------------------------------------------------------------------------------------
+
+class GroupCoordinator:
+    """Handles group membership for every group it hosts (all groups, until unloaded)."""
+
+    def __init__(self, config: GroupConfig, clock: Clock, timer: SystemTimer,
+                 store: Optional[GroupStore] = None, member_id_seed: int = 0,
+                 observer: Optional[CoordinatorObserver] = None) -> None:
+        self.config = config
+        self.clock = clock
+        self.timer = timer
+        self.store: GroupStore = store if store is not None else InMemoryGroupStore()
+        self.observer = observer
+        self._rng = random.Random(member_id_seed)
+        self.heartbeat_purgatory = DelayedOperationPurgatory("Heartbeat", timer)
+        self.rebalance_purgatory = DelayedOperationPurgatory("Rebalance", timer)
+        self._groups: dict[str, GroupMetadata] = {}
+        self._not_coordinator: set[str] = set()   # unloaded and not loaded again
+        self.internal_errors: list[str] = []      # tracebacks; should stay empty
+        self.duplicate_answers = 0                # should stay 0
+        self.callback_errors = 0                  # exceptions raised by callers' callbacks
+        self.observer_errors = 0                  # exceptions raised by the observer
+
+    # -- read-only views -----------------------------------------------------------------------
+    def group(self, group_id: str) -> Optional[GroupMetadata]:
+        """The hosted group, None when there is none (a never-seen or unloaded group: Dead)."""
+        return self._groups.get(group_id)
+
+    def group_ids(self) -> list[str]:
+        return list(self._groups)
+
+    def is_coordinator_for(self, group_id: str) -> bool:
+        return group_id not in self._not_coordinator
+
+    # ==========================================================================================
+    # JoinGroup
+    # ==========================================================================================
+    def handle_join_group(self, group_id: str, member_id: str, group_instance_id: Optional[str],
+                          require_known_member: bool, client_id: str, client_host: str,
+                          rebalance_timeout_ms: int, session_timeout_ms: int,
+                          protocol_type: str, protocols: list[tuple[str, str]],
+                          response_callback: Callable[[JoinGroupResult], None]) -> None:
+        respond = _Responder(self, "join", group_id, response_callback)
+        member_id = member_id if member_id is not None else UNKNOWN_MEMBER_ID
+        self._notify("on_request", "join", group_id, {
+            "member_id": member_id, "group_instance_id": group_instance_id,
+            "require_known_member": require_known_member, "client_id": client_id,
+            "client_host": client_host, "rebalance_timeout_ms": rebalance_timeout_ms,
+            "session_timeout_ms": session_timeout_ms, "protocol_type": protocol_type,
+            "protocols": protocols})
+        try:
+            self._join_group(group_id, member_id, group_instance_id, require_known_member,
+                             client_id, client_host, rebalance_timeout_ms, session_timeout_ms,
+                             protocol_type, normalize_protocols(protocols), respond)
+        except Exception:
+            self._record_internal_error("handle_join_group")
+            respond.answer_if_unanswered(
+                JoinGroupResult.error_result(member_id, Errors.UNKNOWN_SERVER_ERROR))
+
+    def _join_group(self, group_id: str, member_id: str, group_instance_id: Optional[str],
+                    require_known_member: bool, client_id: str, client_host: str,
+                    rebalance_timeout_ms: int, session_timeout_ms: int, protocol_type: str,
+                    protocols: Protocols, respond: _Responder) -> None:
+        error = self._validate_group_status(group_id)
+        if error is not None:
+            respond(JoinGroupResult.error_result(member_id, error))
+            return
+        if not (self.config.min_session_timeout_ms <= session_timeout_ms
+                <= self.config.max_session_timeout_ms):
+            respond(JoinGroupResult.error_result(member_id, Errors.INVALID_SESSION_TIMEOUT))
+            return
+        is_unknown_member = member_id == UNKNOWN_MEMBER_ID
+        # The group is created only for an unknown member; a known member id for a group that
+        # does not exist is rejected.
+        group = self._get_or_maybe_create_group(group_id, is_unknown_member)
+        if group is None:
+            respond(JoinGroupResult.error_result(member_id, Errors.UNKNOWN_MEMBER_ID))
+            return
+        if not self._accept_joining_member(group, member_id):
+            group.remove(member_id)
+            respond(JoinGroupResult.error_result(UNKNOWN_MEMBER_ID, Errors.GROUP_MAX_SIZE_REACHED))
+        elif is_unknown_member:
+            self._do_new_member_join_group(group, group_instance_id, require_known_member,
+                                           client_id, client_host, rebalance_timeout_ms,
+                                           session_timeout_ms, protocol_type, protocols, respond)
+        else:
+            self._do_current_member_join_group(group, member_id, group_instance_id, client_id,
+                                               client_host, rebalance_timeout_ms,
+                                               session_timeout_ms, protocol_type, protocols,
+                                               respond)
+        # attempt to complete JoinGroup
+        if group.is_(PreparingRebalance):
+            self.rebalance_purgatory.check_and_complete(GroupJoinKey(group.group_id))
+
+    def _accept_joining_member(self, group: GroupMetadata, member_id: str) -> bool:
+        """Room for this member? (acceptJoiningMember). While preparing, members already
+        waiting are counted rather than the group size, so the last to rejoin are shed."""
+        max_size = self.config.max_group_size
+        if max_size is None:
+            return True
+        state = group.state
+        if state in (Empty, Dead):
+            return True
+        if state is PreparingRebalance:
+            return ((group.has(member_id) and group.get(member_id).is_awaiting_join)
+                    or group.num_awaiting < max_size)
+        return group.has(member_id) or group.size < max_size
+
+    def _do_new_member_join_group(self, group: GroupMetadata, group_instance_id: Optional[str],
+                                  require_known_member: bool, client_id: str, client_host: str,
+                                  rebalance_timeout_ms: int, session_timeout_ms: int,
+                                  protocol_type: str, protocols: Protocols,
+                                  respond: _Responder) -> None:
+        if group.is_(Dead):
+            respond(JoinGroupResult.error_result(UNKNOWN_MEMBER_ID,
+                                                 Errors.COORDINATOR_NOT_AVAILABLE))
+        elif not group.supports_protocols(protocol_type, {n for n, _ in protocols}):
+            respond(JoinGroupResult.error_result(UNKNOWN_MEMBER_ID,
+                                                 Errors.INCONSISTENT_GROUP_PROTOCOL))
+        else:
+            new_member_id = self._generate_member_id(group, client_id, group_instance_id)
+            if group_instance_id is not None:
+                self._do_static_new_member_join_group(
+                    group, group_instance_id, new_member_id, client_id, client_host,
+                    rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols, respond)
+            else:
+                self._do_dynamic_new_member_join_group(
+                    group, require_known_member, new_member_id, client_id, client_host,
+                    rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols, respond)
+
+    def _generate_member_id(self, group: GroupMetadata, client_id: str,
+                            group_instance_id: Optional[str]) -> str:
+        # Kafka's random UUIDs never collide; seeded ones could if two coordinators with one
+        # seed share a store, so skip ids the group already knows (still deterministic).
+        while True:
+            member_id = GroupMetadata.generate_member_id(client_id, group_instance_id, self._rng)
+            if not group.has(member_id) and not group.is_pending_member(member_id):
+                return member_id
+
+    def _do_static_new_member_join_group(self, group: GroupMetadata, group_instance_id: str,
+                                         new_member_id: str, client_id: str, client_host: str,
+                                         rebalance_timeout_ms: int, session_timeout_ms: int,
+                                         protocol_type: str, protocols: Protocols,
+                                         respond: _Responder) -> None:
+        old_member_id = group.current_static_member_id(group_instance_id)
+        if old_member_id is not None:
+            self._update_static_member_and_rebalance(
+                group, old_member_id, new_member_id, group_instance_id, protocols,
+                rebalance_timeout_ms, session_timeout_ms, respond)
+        else:
+            self._add_member_and_rebalance(group, new_member_id, group_instance_id, client_id,
+                                           client_host, rebalance_timeout_ms,
+                                           session_timeout_ms, protocol_type, protocols,
+                                           respond)
+
+    def _do_dynamic_new_member_join_group(self, group: GroupMetadata,
+                                          require_known_member: bool, new_member_id: str,
+                                          client_id: str, client_host: str,
+                                          rebalance_timeout_ms: int, session_timeout_ms: int,
+                                          protocol_type: str, protocols: Protocols,
+                                          respond: _Responder) -> None:
+        if require_known_member:
+            # Register the id as pending and ask the client to join again with it (KIP-394).
+            group.add_pending_member(new_member_id)
+            self._add_pending_member_expiration(group, new_member_id, session_timeout_ms)
+            respond(JoinGroupResult.error_result(new_member_id, Errors.MEMBER_ID_REQUIRED))
+        else:
+            self._add_member_and_rebalance(group, new_member_id, None, client_id, client_host,
+                                           rebalance_timeout_ms, session_timeout_ms,
+                                           protocol_type, protocols, respond)
+
+    def _validate_current_member(self, group: GroupMetadata, member_id: str,
+                                 group_instance_id: Optional[str]) -> Optional[Errors]:
+        """An instance id must map to this member id; the member id must be in the group."""
+        if group_instance_id is not None:
+            current = group.current_static_member_id(group_instance_id)
+            if current is None:
+                return Errors.UNKNOWN_MEMBER_ID
+            if current != member_id:
+                return Errors.FENCED_INSTANCE_ID
+        if not group.has(member_id):
+            return Errors.UNKNOWN_MEMBER_ID
+        return None
+
+    def _do_current_member_join_group(self, group: GroupMetadata, member_id: str,
+                                      group_instance_id: Optional[str], client_id: str,
+                                      client_host: str, rebalance_timeout_ms: int,
+                                      session_timeout_ms: int, protocol_type: str,
+                                      protocols: Protocols, respond: _Responder) -> None:
+        if group.is_(Dead):
+            respond(JoinGroupResult.error_result(member_id, Errors.COORDINATOR_NOT_AVAILABLE))
+            return
+        if not group.supports_protocols(protocol_type, {n for n, _ in protocols}):
+            respond(JoinGroupResult.error_result(member_id, Errors.INCONSISTENT_GROUP_PROTOCOL))
+            return
+        if group.is_pending_member(member_id):
+            if group_instance_id is not None:
+                # Kafka throws IllegalStateException here (a pending member is never static);
+                # KafkaApis turns it into UNKNOWN_SERVER_ERROR. Answer that without throwing.
+                respond(JoinGroupResult.error_result(UNKNOWN_MEMBER_ID,
+                                                     Errors.UNKNOWN_SERVER_ERROR))
+                return
+            self._add_member_and_rebalance(group, member_id, None, client_id, client_host,
+                                           rebalance_timeout_ms, session_timeout_ms,
+                                           protocol_type, protocols, respond)
+            return
+        error = self._validate_current_member(group, member_id, group_instance_id)
+        if error is not None:
+            respond(JoinGroupResult.error_result(member_id, error))
+            return
+        member = group.get(member_id)
+        state = group.state
+        if state is PreparingRebalance:
+            self._update_member_and_rebalance(group, member, protocols, rebalance_timeout_ms,
+                                              session_timeout_ms, respond)
+        elif state is CompletingRebalance:
+            if member.matches(protocols):
+                # The member lost the first response: return the current generation again.
+                respond(self._current_join_result(group, member_id,
+                                                  with_members=group.is_leader(member_id)))
+            else:
+                self._update_member_and_rebalance(group, member, protocols,
+                                                  rebalance_timeout_ms, session_timeout_ms,
+                                                  respond)
+        elif state is Stable:
+            if group.is_leader(member_id) or not member.matches(protocols):
+                # A leader's JoinGroup forces a rebalance (e.g. topic metadata changed); so
+                # does a follower whose metadata changed.
+                self._update_member_and_rebalance(group, member, protocols,
+                                                  rebalance_timeout_ms, session_timeout_ms,
+                                                  respond)
+            else:
+                respond(self._current_join_result(group, member_id, with_members=False))
+        else:  # Empty | Dead: let the member reset its generation and rejoin
+            respond(JoinGroupResult.error_result(member_id, Errors.UNKNOWN_MEMBER_ID))
+
+    def _current_join_result(self, group: GroupMetadata, member_id: str,
+                             with_members: bool, leader_id: Optional[str] = None
+                             ) -> JoinGroupResult:
+        members = ([JoinGroupResponseMember(mid, iid, md)
+                    for mid, iid, md in group.current_member_metadata()]
+                   if with_members else [])
+        leader = leader_id if leader_id is not None else group.leader_id
+        return JoinGroupResult(members, member_id, group.generation_id, group.protocol_type,
+                               group.protocol_name, leader or NO_LEADER, Errors.NONE)
+
+    def _add_member_and_rebalance(self, group: GroupMetadata, member_id: str,
+                                  group_instance_id: Optional[str], client_id: str,
+                                  client_host: str, rebalance_timeout_ms: int,
+                                  session_timeout_ms: int, protocol_type: str,
+                                  protocols: Protocols, respond: _Responder) -> None:
+        member = MemberMetadata(member_id, group_instance_id, client_id, client_host,
+                                rebalance_timeout_ms, session_timeout_ms, protocol_type,
+                                protocols)
+        member.is_new = True
+        # Lets an InitialDelayedJoin wait once more for further members.
+        if group.is_(PreparingRebalance) and group.generation_id == 0:
+            group.new_member_added = True
+        group.add(member, respond)
+        # A new member cannot heartbeat until it has its id, and a client that gave up on a
+        # long rebalance would leave a defunct member: time out its JoinGroup instead.
+        self._complete_and_schedule_next_expiration(group, member,
+                                                    self.config.new_member_join_timeout_ms)
+        self._maybe_prepare_rebalance(group)
+
+    def _update_static_member_and_rebalance(self, group: GroupMetadata, old_member_id: str,
+                                            new_member_id: str, group_instance_id: str,
+                                            protocols: Protocols, rebalance_timeout_ms: int,
+                                            session_timeout_ms: int,
+                                            respond: _Responder) -> None:
+        current_leader = group.leader_id
+        old = group.get(old_member_id)
+        # Fence whatever the old member id has parked (GroupMetadata.replaceStaticMember).
+        group.maybe_invoke_join_callback(
+            old, JoinGroupResult.error_result(old_member_id, Errors.FENCED_INSTANCE_ID))
+        group.maybe_invoke_sync_callback(old, SyncGroupResult(Errors.FENCED_INSTANCE_ID))
+        member = group.replace_static_member(group_instance_id, old_member_id, new_member_id)
+        # The old id's heartbeat expires without effect; schedule one for the new id.
+        self._complete_and_schedule_next_heartbeat_expiration(group, member)
+        old_rebalance_timeout_ms = member.rebalance_timeout_ms
+        old_session_timeout_ms = member.session_timeout_ms
+        group.update_member(member, protocols, rebalance_timeout_ms, session_timeout_ms, respond)
+        # Kafka reads the "old" protocols after updateMember, so a failed store keeps the new
+        # ones; kept as Kafka has it.
+        old_protocols = list(member.protocols)
+
+        state = group.state
+        if state is Stable:
+            # Persist the new member id unless the next generation's protocol would change.
+            if group.protocol_name == group.select_protocol():
+                assignment = {m.member_id: m.assignment for m in group.all_member_metadata()}
+
+                def on_stored(error: Errors) -> None:
+                    self._on_static_member_stored(
+                        group, member, old_member_id, new_member_id, group_instance_id,
+                        old_protocols, old_rebalance_timeout_ms, old_session_timeout_ms,
+                        current_leader, respond, error)
+
+                self.store.store_group(StoredGroup.of(group, assignment), on_stored)
+            else:
+                self._maybe_prepare_rebalance(group)
+        elif state is CompletingRebalance:
+            # The leader may already be assigning to the old id: rebalance so the new id gets
+            # an assignment.
+            self._prepare_rebalance(group)
+        elif state is PreparingRebalance:
+            pass
+        else:
+            raise ValueError(f"Group {group.group_id} in unexpected state {state} when static "
+                             f"member {group_instance_id} rejoined with an unknown member id")
+
+    @_never_raise()
+    def _on_static_member_stored(self, group: GroupMetadata, member: MemberMetadata,
+                                 old_member_id: str, new_member_id: str,
+                                 group_instance_id: str, old_protocols: Protocols,
+                                 old_rebalance_timeout_ms: int, old_session_timeout_ms: int,
+                                 current_leader: Optional[str], respond: _Responder,
+                                 error: Errors) -> None:
+        if error is not Errors.NONE:
+            # Revert to the old member id (the write that would make the new one durable failed).
+            if group.members.get(new_member_id) is member:
+                group.update_member(member, old_protocols, old_rebalance_timeout_ms,
+                                    old_session_timeout_ms, None)
+                if group.current_static_member_id(group_instance_id) == new_member_id:
+                    restored = group.replace_static_member(group_instance_id, new_member_id,
+                                                           old_member_id)
+                    self._complete_and_schedule_next_heartbeat_expiration(group, restored)
+            respond.answer_if_unanswered(JoinGroupResult(
+                [], UNKNOWN_MEMBER_ID, group.generation_id, group.protocol_type,
+                group.protocol_name, current_leader or NO_LEADER, error))
+        else:
+            # Return the old leader id so that a rejoining leader does not run a trivial
+            # assignment that a Stable group would not broadcast (JoinGroup < v9 behaviour).
+            group.maybe_invoke_join_callback(member, JoinGroupResult(
+                [], new_member_id, group.generation_id, group.protocol_type,
+                group.protocol_name, current_leader or NO_LEADER, Errors.NONE))
+
+    def _update_member_and_rebalance(self, group: GroupMetadata, member: MemberMetadata,
+                                     protocols: Protocols, rebalance_timeout_ms: int,
+                                     session_timeout_ms: int, respond: _Responder) -> None:
+        group.update_member(member, protocols, rebalance_timeout_ms, session_timeout_ms, respond)
+        self._maybe_prepare_rebalance(group)
+
+    # ==========================================================================================
+    # Rebalance: DelayedJoin / InitialDelayedJoin / DelayedSync
+    # ==========================================================================================
+    def _maybe_prepare_rebalance(self, group: GroupMetadata) -> None:
+        if group.can_rebalance:
+            self._prepare_rebalance(group)
+
+    def _prepare_rebalance(self, group: GroupMetadata) -> None:
+        # Members awaiting a sync are told to rejoin.
+        if group.is_(CompletingRebalance):
+            self._reset_and_propagate_assignment_error(group, Errors.REBALANCE_IN_PROGRESS)
+        self._remove_sync_expiration(group)
+        delay = self.config.initial_rebalance_delay_ms
+        op: DelayedJoin
+        if group.is_(Empty):
+            op = InitialDelayedJoin(self, group, delay, delay,
+                                    max(group.rebalance_timeout_ms - delay, 0))
+        else:
+            op = DelayedJoin(self, group, group.rebalance_timeout_ms)
+        group.transition_to(PreparingRebalance)
+        self.rebalance_purgatory.try_complete_else_watch(op, [GroupJoinKey(group.group_id)])
+
+    @_never_raise(default=False)
+    def try_complete_join(self, group: GroupMetadata, force_complete: Callable[[], bool]) -> bool:
+        """DelayedJoin.tryComplete: done once every member has rejoined and no id is pending."""
+        if group.has_all_members_joined:
+            return force_complete()
+        return False
+
+    @_never_raise()
+    def on_complete_initial_join(self, op: InitialDelayedJoin) -> None:
+        """InitialDelayedJoin.onComplete: wait again if members arrived and time remains."""
+        group = op.group
+        if group.new_member_added and op.remaining_ms != 0:
+            group.new_member_added = False
+            delay = min(op.configured_rebalance_delay_ms, op.remaining_ms)
+            remaining = max(op.remaining_ms - op.delay_ms, 0)
+            self.rebalance_purgatory.try_complete_else_watch(
+                InitialDelayedJoin(self, group, op.configured_rebalance_delay_ms, delay,
+                                   remaining),
+                [GroupJoinKey(group.group_id)])
+        else:
+            self.on_complete_join(group)
+
+    @_never_raise()
+    def on_complete_join(self, group: GroupMetadata) -> None:
+        """End of PreparingRebalance: drop dynamic members that did not rejoin, then start the
+        next generation and answer every parked JoinGroup."""
+        not_rejoined = [m for m in group.not_yet_rejoined_members() if not m.is_static_member]
+        for failed in not_rejoined:
+            group.remove(failed.member_id)
+            self._remove_heartbeat_for_leaving_member(group, failed.member_id)
+
+        if group.is_(Dead):
+            return
+        if not group.maybe_elect_new_joined_leader() and group.members:
+            # Only static members remain and none rejoined: wait another rebalance timeout
+            # (their session timeouts will remove them).
+            self.rebalance_purgatory.try_complete_else_watch(
+                DelayedJoin(self, group, group.rebalance_timeout_ms),
+                [GroupJoinKey(group.group_id)])
+            return
+
+        group.init_next_generation()
+        if group.is_(Empty):
+            def on_stored(error: Errors) -> None:
+                if error is not Errors.NONE:
+                    # Safe to ignore: an empty generation has no members to mislead.
+                    log.warning("Failed to write empty metadata for group %s: %s",
+                                group.group_id, error.name)
+            self.store.store_group(StoredGroup.of(group, {}), on_stored)
+            return
+
+        for member in group.all_member_metadata():
+            result = self._current_join_result(group, member.member_id,
+                                               with_members=group.is_leader(member.member_id))
+            group.maybe_invoke_join_callback(member, result)
+            self._complete_and_schedule_next_heartbeat_expiration(group, member)
+            member.is_new = False
+            group.add_pending_sync_member(member.member_id)
+        self._schedule_pending_sync(group)
+
+    @_never_raise()
+    def on_expire_join(self, group: GroupMetadata) -> None:
+        """DelayedJoin.onExpiration: on_complete_join has already done the work."""
+
+    def _schedule_pending_sync(self, group: GroupMetadata) -> None:
+        self.rebalance_purgatory.try_complete_else_watch(
+            DelayedSync(self, group, group.generation_id, group.rebalance_timeout_ms),
+            [GroupSyncKey(group.group_id)])
+
+    def _remove_pending_sync_member(self, group: GroupMetadata, member_id: str) -> None:
+        group.remove_pending_sync_member(member_id)
+        self._maybe_complete_sync_expiration(group)
+
+    def _remove_sync_expiration(self, group: GroupMetadata) -> None:
+        group.clear_pending_sync_members()
+        self._maybe_complete_sync_expiration(group)
+
+    def _maybe_complete_sync_expiration(self, group: GroupMetadata) -> None:
+        self.rebalance_purgatory.check_and_complete(GroupSyncKey(group.group_id))
+
+    @_never_raise(default=False)
+    def try_complete_pending_sync(self, group: GroupMetadata, generation_id: int,
+                                  force_complete: Callable[[], bool]) -> bool:
+        """DelayedSync.tryComplete: done when every member synced or the generation moved on."""
+        if generation_id != group.generation_id:
+            return force_complete()
+        if group.state in (Dead, Empty, PreparingRebalance):
+            return force_complete()
+        if group.has_received_sync_from_all_members:
+            return force_complete()
+        return False
+
+    @_never_raise()
+    def on_expire_pending_sync(self, group: GroupMetadata, generation_id: int) -> None:
+        """DelayedSync.onExpiration: remove members that never synced and rebalance."""
+        if generation_id != group.generation_id:
+            log.error("Unexpected sync expiration for %s, generation %d (group is at %d)",
+                      group.group_id, generation_id, group.generation_id)
+            return
+        if group.state in (Dead, Empty, PreparingRebalance):
+            log.error("Unexpected sync expiration for %s in state %s", group.group_id,
+                      group.state)
+            return
+        if not group.has_received_sync_from_all_members:
+            pending = sorted(group.pending_sync_members)
+            for member_id in pending:
+                group.remove(member_id)
+                self._remove_heartbeat_for_leaving_member(group, member_id)
+            self._prepare_rebalance(group)
+
+    # ==========================================================================================
+    # SyncGroup
+    # ==========================================================================================
+    def handle_sync_group(self, group_id: str, generation: int, member_id: str,
+                          protocol_type: Optional[str], protocol_name: Optional[str],
+                          group_instance_id: Optional[str], group_assignment: dict[str, str],
+                          response_callback: Callable[[SyncGroupResult], None]) -> None:
+        respond = _Responder(self, "sync", group_id, response_callback)
+        self._notify("on_request", "sync", group_id, {
+            "generation": generation, "member_id": member_id, "protocol_type": protocol_type,
+            "protocol_name": protocol_name, "group_instance_id": group_instance_id,
+            "group_assignment": dict(group_assignment or {})})
+        try:
+            assignment = {str(k): str(v) for k, v in (group_assignment or {}).items()}
+            self._sync_group(group_id, generation, member_id, protocol_type, protocol_name,
+                             group_instance_id, assignment, respond)
+        except Exception:
+            self._record_internal_error("handle_sync_group")
+            respond.answer_if_unanswered(SyncGroupResult(Errors.UNKNOWN_SERVER_ERROR))
+
+    def _sync_group(self, group_id: str, generation: int, member_id: str,
+                    protocol_type: Optional[str], protocol_name: Optional[str],
+                    group_instance_id: Optional[str], assignment: dict[str, str],
+                    respond: _Responder) -> None:
+        error = self._validate_group_status(group_id)
+        if error is not None:
+            respond(SyncGroupResult(error))
+            return
+        group = self._groups.get(group_id)
+        if group is None:
+            respond(SyncGroupResult(Errors.UNKNOWN_MEMBER_ID))
+            return
+        error = self._validate_sync_group(group, generation, member_id, protocol_type,
+                                          protocol_name, group_instance_id)
+        if error is not None:
+            respond(SyncGroupResult(error))
+            return
+
+        state = group.state
+        if state is Empty:
+            respond(SyncGroupResult(Errors.UNKNOWN_MEMBER_ID))
+        elif state is PreparingRebalance:
+            respond(SyncGroupResult(Errors.REBALANCE_IN_PROGRESS))
+        elif state is CompletingRebalance:
+            group.get(member_id).awaiting_sync_callback = respond
+            self._remove_pending_sync_member(group, member_id)
+            if group.is_leader(member_id):
+                # The leader's assignment is stored, then sent to every waiting member;
+                # members it left out get an empty assignment.
+                full = dict(assignment)
+                for mid in group.all_members():
+                    full.setdefault(mid, "")
+                generation_id = generation
+
+                def on_stored(error: Errors) -> None:
+                    self._on_assignment_stored(group, generation_id, full, error)
+
+                self.store.store_group(StoredGroup.of(group, full), on_stored)
+        elif state is Stable:
+            self._remove_pending_sync_member(group, member_id)
+            member = group.get(member_id)
+            respond(SyncGroupResult(Errors.NONE, group.protocol_type, group.protocol_name,
+                                    member.assignment))
+            self._complete_and_schedule_next_heartbeat_expiration(group, member)
+        else:
+            raise ValueError(f"Sync for Dead group {group.group_id} passed validation")
+
+    def _validate_sync_group(self, group: GroupMetadata, generation: int, member_id: str,
+                             protocol_type: Optional[str], protocol_name: Optional[str],
+                             group_instance_id: Optional[str]) -> Optional[Errors]:
+        if group.is_(Dead):
+            return Errors.COORDINATOR_NOT_AVAILABLE
+        error = self._validate_current_member(group, member_id, group_instance_id)
+        if error is not None:
+            return error
+        if generation != group.generation_id:
+            return Errors.ILLEGAL_GENERATION
+        if protocol_type is not None and protocol_type != group.protocol_type:
+            return Errors.INCONSISTENT_GROUP_PROTOCOL
+        if protocol_name is not None and protocol_name != group.protocol_name:
+            return Errors.INCONSISTENT_GROUP_PROTOCOL
+        return None
+
+    @_never_raise()
+    def _on_assignment_stored(self, group: GroupMetadata, generation_id: int,
+                              assignment: dict[str, str], error: Errors) -> None:
+        # A member may have joined (or the group moved) while the write was in flight.
+        if group.is_(CompletingRebalance) and generation_id == group.generation_id:
+            if error is not Errors.NONE:
+                self._reset_and_propagate_assignment_error(group, error)
+                self._maybe_prepare_rebalance(group)
+            else:
+                self._set_and_propagate_assignment(group, assignment)
+                group.transition_to(Stable)
+
+    def _set_and_propagate_assignment(self, group: GroupMetadata,
+                                      assignment: dict[str, str]) -> None:
+        for member in group.all_member_metadata():
+            member.assignment = assignment.get(member.member_id, "")
+        self._propagate_assignment(group, Errors.NONE)
+
+    def _reset_and_propagate_assignment_error(self, group: GroupMetadata, error: Errors) -> None:
+        for member in group.all_member_metadata():
+            member.assignment = ""
+        self._propagate_assignment(group, error)
+
+    def _propagate_assignment(self, group: GroupMetadata, error: Errors) -> None:
+        ok = error is Errors.NONE
+        protocol_type = group.protocol_type if ok else None
+        protocol_name = group.protocol_name if ok else None
+        for member in group.all_member_metadata():
+            result = SyncGroupResult(error, protocol_type, protocol_name, member.assignment)
+            if group.maybe_invoke_sync_callback(member, result):
+                # A session that expired while we waited for the leader or the store was
+                # ignored; restart it now that the member has its answer.
+                self._complete_and_schedule_next_heartbeat_expiration(group, member)
+
+    # ==========================================================================================
+    # Heartbeat
+    # ==========================================================================================
+    def handle_heartbeat(self, group_id: str, member_id: str, group_instance_id: Optional[str],
+                         generation_id: int,
+                         response_callback: Callable[[Errors], None]) -> None:
+        respond = _Responder(self, "heartbeat", group_id, response_callback)
+        self._notify("on_request", "heartbeat", group_id, {
+            "member_id": member_id, "group_instance_id": group_instance_id,
+            "generation_id": generation_id})
+        try:
+            respond(self._heartbeat(group_id, member_id, group_instance_id, generation_id))
+        except Exception:
+            self._record_internal_error("handle_heartbeat")
+            respond.answer_if_unanswered(Errors.UNKNOWN_SERVER_ERROR)
+
+    def _heartbeat(self, group_id: str, member_id: str, group_instance_id: Optional[str],
+                   generation_id: int) -> Errors:
+        error = self._validate_group_status(group_id)
+        if error is not None:
+            return error
+        group = self._groups.get(group_id)
+        if group is None:
+            return Errors.UNKNOWN_MEMBER_ID
+        if group.is_(Dead):
+            return Errors.COORDINATOR_NOT_AVAILABLE
+        error = self._validate_current_member(group, member_id, group_instance_id)
+        if error is not None:
+            return error
+        if generation_id != group.generation_id:
+            return Errors.ILLEGAL_GENERATION
+        state = group.state
+        if state is Empty:
+            return Errors.UNKNOWN_MEMBER_ID
+        member = group.get(member_id)
+        # Heartbeats keep the session alive in every live state; while preparing they also
+        # tell the member to rejoin.
+        self._complete_and_schedule_next_heartbeat_expiration(group, member)
+        if state is PreparingRebalance:
+            return Errors.REBALANCE_IN_PROGRESS
+        return Errors.NONE
+
+    def _complete_and_schedule_next_heartbeat_expiration(self, group: GroupMetadata,
+                                                         member: MemberMetadata) -> None:
+        self._complete_and_schedule_next_expiration(group, member, member.session_timeout_ms)
+
+    def _complete_and_schedule_next_expiration(self, group: GroupMetadata,
+                                               member: MemberMetadata, timeout_ms: int) -> None:
+        key = MemberKey(group.group_id, member.member_id)
+        # complete the current expectation ...
+        member.heartbeat_satisfied = True
+        self.heartbeat_purgatory.check_and_complete(key)
+        # ... and expect the next one
+        member.heartbeat_satisfied = False
+        self.heartbeat_purgatory.try_complete_else_watch(
+            DelayedHeartbeat(self, group, member.member_id, False, timeout_ms), [key])
+
+    def _add_pending_member_expiration(self, group: GroupMetadata, member_id: str,
+                                       timeout_ms: int) -> None:
+        self.heartbeat_purgatory.try_complete_else_watch(
+            DelayedHeartbeat(self, group, member_id, True, timeout_ms),
+            [MemberKey(group.group_id, member_id)])
+
+    def _remove_heartbeat_for_leaving_member(self, group: GroupMetadata, member_id: str) -> None:
+        self.heartbeat_purgatory.check_and_complete(MemberKey(group.group_id, member_id))
+
+    @_never_raise(default=False)
+    def try_complete_heartbeat(self, group: GroupMetadata, member_id: str, is_pending: bool,
+                               force_complete: Callable[[], bool]) -> bool:
+        """DelayedHeartbeat.tryComplete."""
+        if group.is_(Dead):
+            return force_complete()
+        if is_pending:
+            # a pending member's expiration is over once it has joined
+            return force_complete() if group.has(member_id) else False
+        member = group.members.get(member_id)
+        if member is None or member.has_satisfied_heartbeat:
+            return force_complete()
+        return False
+
+    @_never_raise()
+    def on_expire_heartbeat(self, group: GroupMetadata, member_id: str,
+                            is_pending: bool) -> None:
+        """DelayedHeartbeat.onExpiration: the session (or pending id, or new-member join) ran
+        out."""
+        if group.is_(Dead):
+            return
+        if is_pending:
+            self._remove_pending_member_and_update_group(group, member_id)
+            return
+        member = group.members.get(member_id)
+        if member is not None and not member.has_satisfied_heartbeat:
+            self._remove_member_and_update_group(group, member)
+
+    def _remove_member_and_update_group(self, group: GroupMetadata,
+                                        member: MemberMetadata) -> None:
+        # A new member may time out with a parked JoinGroup: answer it before removing it, so
+        # the client retries.
+        group.maybe_invoke_join_callback(
+            member, JoinGroupResult.error_result(UNKNOWN_MEMBER_ID, Errors.UNKNOWN_MEMBER_ID))
+        group.remove(member.member_id)
+        state = group.state
+        if state in (Stable, CompletingRebalance):
+            self._maybe_prepare_rebalance(group)
+        elif state is PreparingRebalance:
+            self.rebalance_purgatory.check_and_complete(GroupJoinKey(group.group_id))
+
+    def _remove_pending_member_and_update_group(self, group: GroupMetadata,
+                                                member_id: str) -> None:
+        group.remove(member_id)
+        if group.is_(PreparingRebalance):
+            self.rebalance_purgatory.check_and_complete(GroupJoinKey(group.group_id))
+
+    # ==========================================================================================
+    # LeaveGroup
+    # ==========================================================================================
+    def handle_leave_group(self, group_id: str, leaving_members: list[LeaveMemberIdentity],
+                           response_callback: Callable[[LeaveGroupResult], None]) -> None:
+        respond = _Responder(self, "leave", group_id, response_callback)
+        members = list(leaving_members or [])
+        self._notify("on_request", "leave", group_id, {"leaving_members": members})
+        try:
+            respond(self._leave_group(group_id, members))
+        except Exception:
+            self._record_internal_error("handle_leave_group")
+            respond.answer_if_unanswered(LeaveGroupResult(Errors.UNKNOWN_SERVER_ERROR, []))
+
+    def _leave_group(self, group_id: str,
+                     leaving_members: Sequence[LeaveMemberIdentity]) -> LeaveGroupResult:
+        error = self._validate_group_status(group_id)
+        if error is not None:
+            return LeaveGroupResult(error, [])
+        group = self._groups.get(group_id)
+        if group is None:
+            return LeaveGroupResult(Errors.NONE, [
+                (m.member_id, m.group_instance_id, Errors.UNKNOWN_MEMBER_ID)
+                for m in leaving_members])
+        if group.is_(Dead):
+            return LeaveGroupResult(Errors.COORDINATOR_NOT_AVAILABLE, [])
+        responses: list[tuple[str, Optional[str], Errors]] = []
+        for leaving in leaving_members:
+            member_id, instance_id = leaving.member_id, leaving.group_instance_id
+            if member_id == UNKNOWN_MEMBER_ID:
+                # Administrative removal of a static member by its instance id.
+                current = (group.current_static_member_id(instance_id)
+                           if instance_id is not None else None)
+                if current is not None:
+                    self._remove_current_member_from_group(group, current)
+                    member_error = Errors.NONE
+                else:
+                    member_error = Errors.UNKNOWN_MEMBER_ID
+            elif group.is_pending_member(member_id):
+                self._remove_pending_member_and_update_group(group, member_id)
+                self.heartbeat_purgatory.check_and_complete(MemberKey(group.group_id, member_id))
+                member_error = Errors.NONE
+            else:
+                validation = self._validate_current_member(group, member_id, instance_id)
+                if validation is None:
+                    self._remove_current_member_from_group(group, member_id)
+                    member_error = Errors.NONE
+                else:
+                    member_error = validation
+            responses.append((member_id, instance_id, member_error))
+        return LeaveGroupResult(Errors.NONE, responses)
+
+    def _remove_current_member_from_group(self, group: GroupMetadata, member_id: str) -> None:
+        member = group.get(member_id)
+        self._remove_member_and_update_group(group, member)
+        self._remove_heartbeat_for_leaving_member(group, member_id)
+
+    # ==========================================================================================
+    # Partition emigration / immigration
+    # ==========================================================================================
+    def on_group_unloaded(self, group_id: str) -> None:
+        """The group's offsets partition moved away: Dead, parked requests answered
+        NOT_COORDINATOR, and every later request NOT_COORDINATOR until `on_group_loaded`."""
+        self._notify("on_request", "unload", group_id, {})
+        try:
+            self._not_coordinator.add(group_id)
+            group = self._groups.get(group_id)
+            if group is not None:
+                self._unload(group)
+                if self._groups.get(group_id) is group:
+                    del self._groups[group_id]
+        except Exception:
+            self._record_internal_error("on_group_unloaded")
+
+    def _unload(self, group: GroupMetadata) -> None:
+        previous = group.state
+        group.transition_to(Dead)
+        if previous is PreparingRebalance:
+            for member in group.all_member_metadata():
+                group.maybe_invoke_join_callback(
+                    member, JoinGroupResult.error_result(member.member_id,
+                                                         Errors.NOT_COORDINATOR))
+            self.rebalance_purgatory.check_and_complete(GroupJoinKey(group.group_id))
+        elif previous in (Stable, CompletingRebalance):
+            for member in group.all_member_metadata():
+                group.maybe_invoke_sync_callback(member, SyncGroupResult(Errors.NOT_COORDINATOR))
+                self.heartbeat_purgatory.check_and_complete(
+                    MemberKey(group.group_id, member.member_id))
+        self._remove_sync_expiration(group)
+
+    def on_group_loaded(self, group_id: str) -> None:
+        """This coordinator takes the group over from the store: the last stored generation,
+        protocol, leader, members and assignments (Stable with members, else Empty), each
+        member with a fresh session timeout. A group never stored stays absent (Dead)."""
+        self._notify("on_request", "load", group_id, {})
+        try:
+            self._not_coordinator.discard(group_id)
+            if group_id in self._groups:
+                # Already hosted: Kafka keeps the cached group rather than the log's copy.
+                return
+            record = self.store.load_group(group_id)
+            if record is None:
+                return
+            group = self._group_from_record(record)
+            self._groups[group_id] = group
+            self._on_loaded(group)
+        except Exception:
+            self._record_internal_error("on_group_loaded")
+
+    def _group_from_record(self, record: StoredGroup) -> GroupMetadata:
+        protocol_type = record.protocol_type or ""
+        members = [
+            MemberMetadata(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                           m.rebalance_timeout_ms, m.session_timeout_ms, protocol_type,
+                           [(record.protocol_name, m.subscription)]
+                           if record.protocol_name is not None else [],
+                           m.assignment)
+            for m in record.members]
+        state = Stable if members else Empty
+        return GroupMetadata.load(record.group_id, state, record.generation_id,
+                                  record.protocol_type, record.protocol_name, record.leader_id,
+                                  members, self._on_transition)
+
+    def _on_loaded(self, group: GroupMetadata) -> None:
+        max_size = self.config.max_group_size
+        if max_size is not None and group.size > max_size:
+            # Over capacity (group.max.size was lowered): rebalance so the extra members go.
+            self._prepare_rebalance(group)
+        for member in group.all_member_metadata():
+            self._complete_and_schedule_next_heartbeat_expiration(group, member)
+
+    # ==========================================================================================
+    # Plumbing
+    # ==========================================================================================
+    def _validate_group_status(self, group_id: str) -> Optional[Errors]:
+        if not isinstance(group_id, str) or not group_id:
+            return Errors.INVALID_GROUP_ID
+        if group_id in self._not_coordinator:
+            return Errors.NOT_COORDINATOR
+        return None
+
+    def _get_or_maybe_create_group(self, group_id: str, create: bool) -> Optional[GroupMetadata]:
+        group = self._groups.get(group_id)
+        if group is None and create:
+            group = GroupMetadata(group_id, Empty, self._on_transition)
+            self._groups[group_id] = group
+        return group
+
+    def _on_transition(self, group: GroupMetadata, old: GroupState, new: GroupState) -> None:
+        self._notify("on_transition", group.group_id, old, new)
+
+    @_never_raise()
+    def on_delayed_operation_expiring(self, op: Any) -> None:
+        """Called by a delayed operation whose timer fired, before the expiry takes effect."""
+        if self._groups.get(op.group.group_id) is op.group:
+            self._notify("on_timer", op.timer_kind, op.group.group_id, op.timer_member_id)
+
+    def _notify(self, hook: str, *args: Any) -> None:
+        if self.observer is None:
+            return
+        try:
+            getattr(self.observer, hook)(*args)
+        except Exception:
+            self.observer_errors += 1
+            log.exception("observer %s raised", hook)
+
+    def _record_internal_error(self, where: str) -> None:
+        text = f"{where}: {traceback.format_exc()}"
+        self.internal_errors.append(text)
+        log.error("internal error in %s", text)
+
+
+__all__ = [
+    "CoordinatorObserver", "GroupConfig", "GroupCoordinator", "JoinGroupResponseMember",
+    "JoinGroupResult", "LeaveGroupResult", "LeaveMemberIdentity", "SyncGroupResult",
+    "NO_GENERATION", "NO_LEADER", "UNKNOWN_MEMBER_ID", "Errors", "GroupState",
+]

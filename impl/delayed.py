@@ -1,0 +1,132 @@
+"""The coordinator's delayed operations (DelayedJoin.scala, DelayedHeartbeat.scala,
+DelayedSync.scala, Kafka 3.7-3.9) and the keys they are watched under.
+
+Each operation only calls back into the coordinator, so the protocol logic stays in
+`coordinator.py`. Each holds the GroupMetadata object it was created for, not the group id: after
+an unload and a load the old operations act on the old (Dead) object and do nothing, as in Kafka.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+# The watch keys live beside the purgatory; re-exported here, where the operations are.
+from kgc.impl.purgatory import DelayedOperation, GroupJoinKey, GroupSyncKey, MemberKey
+
+__all__ = ["DelayedHeartbeat", "DelayedJoin", "DelayedSync", "GroupJoinKey", "GroupSyncKey",
+           "InitialDelayedJoin", "MemberKey"]
+
+if TYPE_CHECKING:
+    from kgc.impl.coordinator import GroupCoordinator
+    from kgc.impl.group import GroupMetadata
+
+
+def _non_negative(delay_ms: int) -> int:
+    # Kafka's timer runs a task whose deadline has passed at once; a zero delay is the same here
+    # and keeps a client's negative rebalance timeout from reaching the timer.
+    return max(0, int(delay_ms))
+
+
+class _CoordinatorOperation(DelayedOperation):
+    """Reports its own expiry to the coordinator before the expiry takes effect."""
+
+    timer_kind = "delayed"
+
+    def __init__(self, coordinator: GroupCoordinator, group: GroupMetadata,
+                 delay_ms: int) -> None:
+        super().__init__(_non_negative(delay_ms))
+        self.coordinator = coordinator
+        self.group = group
+
+    @property
+    def timer_member_id(self) -> Optional[str]:
+        return None
+
+    def run(self) -> None:
+        if not self.is_completed():
+            self.coordinator.on_delayed_operation_expiring(self)
+        super().run()
+
+
+class DelayedJoin(_CoordinatorOperation):
+    """Completes when every known member has rejoined, or at the rebalance timeout."""
+
+    timer_kind = "join"
+
+    def try_complete(self) -> bool:
+        return self.coordinator.try_complete_join(self.group, self.force_complete)
+
+    def on_complete(self) -> None:
+        self.coordinator.on_complete_join(self.group)
+
+    def on_expiration(self) -> None:
+        self.coordinator.on_expire_join(self.group)
+
+
+class InitialDelayedJoin(DelayedJoin):
+    """The first rebalance of an Empty group: waits `delay_ms`, again while members keep
+    arriving, never longer in total than the rebalance timeout (`remaining_ms`)."""
+
+    timer_kind = "initial_join"
+
+    def __init__(self, coordinator: GroupCoordinator, group: GroupMetadata,
+                 configured_rebalance_delay_ms: int, delay_ms: int, remaining_ms: int) -> None:
+        super().__init__(coordinator, group, delay_ms)
+        self.configured_rebalance_delay_ms = configured_rebalance_delay_ms
+        self.remaining_ms = remaining_ms
+
+    def try_complete(self) -> bool:
+        return False
+
+    def on_complete(self) -> None:
+        self.coordinator.on_complete_initial_join(self)
+
+
+class DelayedHeartbeat(_CoordinatorOperation):
+    """A member's session timeout (or a pending member's, or a new member's join timeout)."""
+
+    def __init__(self, coordinator: GroupCoordinator, group: GroupMetadata, member_id: str,
+                 is_pending: bool, timeout_ms: int) -> None:
+        super().__init__(coordinator, group, timeout_ms)
+        self.member_id = member_id
+        self.is_pending = is_pending
+
+    @property
+    def timer_kind(self) -> str:  # type: ignore[override]
+        return "pending_member" if self.is_pending else "heartbeat"
+
+    @property
+    def timer_member_id(self) -> Optional[str]:
+        return self.member_id
+
+    def try_complete(self) -> bool:
+        return self.coordinator.try_complete_heartbeat(
+            self.group, self.member_id, self.is_pending, self.force_complete)
+
+    def on_complete(self) -> None:
+        pass
+
+    def on_expiration(self) -> None:
+        self.coordinator.on_expire_heartbeat(self.group, self.member_id, self.is_pending)
+
+
+class DelayedSync(_CoordinatorOperation):
+    """After a join completes: members that have not sent SyncGroup within the rebalance
+    timeout are removed and a new rebalance starts (added in Kafka 3.x)."""
+
+    timer_kind = "sync"
+
+    def __init__(self, coordinator: GroupCoordinator, group: GroupMetadata, generation_id: int,
+                 rebalance_timeout_ms: int) -> None:
+        super().__init__(coordinator, group, rebalance_timeout_ms)
+        self.generation_id = generation_id
+
+    def try_complete(self) -> bool:
+        return self.coordinator.try_complete_pending_sync(
+            self.group, self.generation_id, self.force_complete)
+
+    def on_complete(self) -> None:
+        pass
+
+    def on_expiration(self) -> None:
+        self.coordinator.on_expire_pending_sync(self.group, self.generation_id)

@@ -1,0 +1,118 @@
+"""Where the coordinator persists group metadata (Kafka: the __consumer_offsets log, written by
+GroupMetadataManager.storeGroup and read back by loadGroupsAndOffsets).
+
+A store write completes through a callback carrying a Kafka error, because in Kafka the append
+is acknowledged later, after replication; the coordinator must not assume it is immediate.
+`InMemoryGroupStore` completes at once by default; `defer=True` holds completions until
+`complete_pending()`, and `fail_with` makes writes fail, to exercise those paths.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Mapping, Optional, Protocol
+
+from kgc.impl.errors import Errors
+from kgc.impl.group import GroupMetadata
+
+StoreCallback = Callable[[Errors], None]
+
+
+@dataclass(frozen=True)
+class StoredMember:
+    """One member as Kafka's group metadata record keeps it: only the chosen protocol's
+    metadata (the subscription) survives, with the member's assignment."""
+    member_id: str
+    group_instance_id: Optional[str]
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    subscription: str
+    assignment: str
+
+
+@dataclass(frozen=True)
+class StoredGroup:
+    """A group metadata record (GroupMetadataManager.groupMetadataValue)."""
+    group_id: str
+    generation_id: int
+    protocol_type: Optional[str]
+    protocol_name: Optional[str]
+    leader_id: Optional[str]
+    members: tuple[StoredMember, ...]
+
+    @classmethod
+    def of(cls, group: GroupMetadata, assignment: Mapping[str, str]) -> StoredGroup:
+        """The record Kafka would append for `group` with `assignment`, taken now."""
+        members = tuple(
+            StoredMember(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                rebalance_timeout_ms=m.rebalance_timeout_ms,
+                session_timeout_ms=m.session_timeout_ms,
+                subscription=(m.metadata(group.protocol_name)
+                              if group.protocol_name is not None else ""),
+                assignment=assignment.get(m.member_id, ""),
+            )
+            for m in group.all_member_metadata())
+        return cls(group.group_id, group.generation_id, group.protocol_type,
+                   group.protocol_name, group.leader_id, members)
+
+
+class GroupStore(Protocol):
+    """What the coordinator needs from persistence."""
+
+    def store_group(self, record: StoredGroup, callback: StoreCallback) -> None:
+        """Append `record`; call `callback` exactly once with NONE or the error, maybe later."""
+        ...
+
+    def load_group(self, group_id: str) -> Optional[StoredGroup]:
+        """The last successfully stored record of `group_id`, None if it was never stored."""
+        ...
+
+
+class InMemoryGroupStore:
+    """A dict of last records. Completes writes at once unless `defer`; fails them with
+    `fail_with` when set (a failed write is not recorded)."""
+
+    def __init__(self, defer: bool = False, fail_with: Optional[Errors] = None) -> None:
+        self.defer = defer
+        self.fail_with = fail_with
+        self._records: dict[str, StoredGroup] = {}
+        self._pending: list[tuple[StoredGroup, StoreCallback, Optional[Errors]]] = []
+        self.writes = 0
+
+    def store_group(self, record: StoredGroup, callback: StoreCallback) -> None:
+        self.writes += 1
+        outcome = self.fail_with
+        if self.defer:
+            self._pending.append((record, callback, outcome))
+        else:
+            self._complete(record, callback, outcome)
+
+    def load_group(self, group_id: str) -> Optional[StoredGroup]:
+        return self._records.get(group_id)
+
+    def pending(self) -> int:
+        """Writes whose callbacks have not run yet."""
+        return len(self._pending)
+
+    def complete_pending(self) -> int:
+        """Acknowledge every held write in order; returns how many completed."""
+        done = 0
+        while self._pending:
+            record, callback, outcome = self._pending.pop(0)
+            self._complete(record, callback, outcome)
+            done += 1
+        return done
+
+    def _complete(self, record: StoredGroup, callback: StoreCallback,
+                  outcome: Optional[Errors]) -> None:
+        if outcome is None or outcome is Errors.NONE:
+            self._records[record.group_id] = record
+            callback(Errors.NONE)
+        else:
+            callback(outcome)

@@ -1,0 +1,55 @@
+"""The `kgc` command (console entry point `kgc = kgc.tools.cli:main`).
+
+Adding a subcommand: write tools/cmd_<name>.py with a `register(app: typer.Typer) -> None`
+that attaches one command, and add the module to SUBCOMMANDS. Keep the module thin: parse
+options, call library code, print, and exit with a code from exit_codes.py. Import heavy
+things inside the command function so `kgc --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+
+import typer
+
+from kgc.tools.exit_codes import ExitCode
+
+__all__ = ["app", "main"]
+
+SUBCOMMANDS: tuple[str, ...] = (
+    "kgc.tools.cmd_check",
+    "kgc.tools.cmd_prove",
+)
+
+app = typer.Typer(
+    name="kgc",
+    help="Model-checking harness for Kafka's classic consumer-group coordinator.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+)
+
+
+@app.callback()
+def _root() -> None:
+    """Model-checking harness for Kafka's classic consumer-group coordinator."""
+    # A callback keeps typer in multi-command mode even while only one subcommand exists.
+
+
+for _module in SUBCOMMANDS:
+    importlib.import_module(_module).register(app)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run kgc; usage errors exit 1 (click's own code for them is 2, which kgc keeps free)."""
+    try:
+        app(args=list(argv) if argv is not None else None, prog_name="kgc")
+    except SystemExit as exc:
+        if exc.code == 2:
+            raise SystemExit(int(ExitCode.USAGE)) from None
+        raise
+
+
+if __name__ == "__main__":
+    main()

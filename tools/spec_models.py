@@ -1,0 +1,61 @@
+"""Find a model of the shipped spec: spec/models/NAME.cfg and the module it runs against.
+
+Convention (keep spec/models/README.md, once written, in agreement): a model NAME is the
+config spec/models/NAME.cfg; it runs with spec/models/MCNAME.tla when that file exists (an MC
+module EXTENDS the spec and adds model-only definitions: constants, symmetry, views), and with
+spec/GroupCoordinator.tla otherwise. Every .tla under spec/ is copied beside the root module,
+since any of them may be EXTENDed.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["DEFAULT_MODULE", "Model", "ModelNotFoundError", "available_models", "resolve_model", "spec_root"]
+
+SPEC_PACKAGE = "kgc.spec"
+DEFAULT_MODULE = "GroupCoordinator"
+
+
+class ModelNotFoundError(LookupError):
+    """The named model does not exist; the message lists the ones that do."""
+
+
+@dataclass(frozen=True)
+class Model:
+    name: str
+    config: Path
+    module: Path
+    modules: tuple[Path, ...]
+
+
+def spec_root() -> Path:
+    """The installed kgc.spec folder. Package data is read in place, so it must be a real
+    folder (an editable install or an unpacked wheel), not a zip."""
+    root = importlib.resources.files(SPEC_PACKAGE)
+    if not isinstance(root, Path):
+        raise ModelNotFoundError(f"{SPEC_PACKAGE} is not installed as a folder ({root}); kgc needs the .tla files on disk")
+    return root
+
+
+def available_models(root: Path | None = None) -> list[str]:
+    models = (root or spec_root()) / "models"
+    return sorted(p.stem for p in models.glob("*.cfg")) if models.is_dir() else []
+
+
+def resolve_model(name: str, root: Path | None = None) -> Model:
+    root = root or spec_root()
+    models = root / "models"
+    config = models / f"{name}.cfg"
+    if not config.is_file():
+        known = available_models(root)
+        listing = ", ".join(known) if known else "none yet"
+        raise ModelNotFoundError(f"no model {name!r}: {config} does not exist (models in {models}: {listing})")
+    mc_module = models / f"MC{name}.tla"
+    module = mc_module if mc_module.is_file() else root / f"{DEFAULT_MODULE}.tla"
+    if not module.is_file():
+        raise ModelNotFoundError(f"model {name!r} needs {mc_module.name} in {models} or {module}, and neither exists")
+    others = tuple(sorted(p for p in root.glob("*.tla") if p != module))
+    return Model(name=name, config=config, module=module, modules=others)

