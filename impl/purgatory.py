@@ -14,7 +14,7 @@ watcher map are not needed; the ordering of checks in ``try_complete_else_watch`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from operator import itemgetter
 from typing import Hashable, Sequence
 
 from kgc.impl.timer import SystemTimer, TimerTask
@@ -28,26 +28,60 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class GroupJoinKey:
+# Watch keys. They are hashed on every watch and check, so they are tuples (hashed and compared
+# in C) rather than dataclasses (a Python-level __hash__ per dict operation); the leading tag
+# keeps keys of different kinds unequal. Immutable, with named fields, like frozen dataclasses.
+
+class GroupJoinKey(tuple):
     """Watch key of a group's DelayedJoin (Kafka's GroupJoinKey)."""
 
-    group_id: str
+    __slots__ = ()
+
+    def __new__(cls, group_id: str) -> GroupJoinKey:
+        return tuple.__new__(cls, ("join", group_id))
+
+    group_id = property(itemgetter(1))
+
+    def __getnewargs__(self) -> tuple[str]:
+        return (self[1],)
+
+    def __repr__(self) -> str:
+        return f"GroupJoinKey(group_id={self[1]!r})"
 
 
-@dataclass(frozen=True, slots=True)
-class GroupSyncKey:
+class GroupSyncKey(tuple):
     """Watch key of a group's DelayedSync (Kafka's GroupSyncKey)."""
 
-    group_id: str
+    __slots__ = ()
+
+    def __new__(cls, group_id: str) -> GroupSyncKey:
+        return tuple.__new__(cls, ("sync", group_id))
+
+    group_id = property(itemgetter(1))
+
+    def __getnewargs__(self) -> tuple[str]:
+        return (self[1],)
+
+    def __repr__(self) -> str:
+        return f"GroupSyncKey(group_id={self[1]!r})"
 
 
-@dataclass(frozen=True, slots=True)
-class MemberKey:
+class MemberKey(tuple):
     """Watch key of a member's DelayedHeartbeat (Kafka's MemberKey)."""
 
-    group_id: str
-    member_id: str
+    __slots__ = ()
+
+    def __new__(cls, group_id: str, member_id: str) -> MemberKey:
+        return tuple.__new__(cls, ("member", group_id, member_id))
+
+    group_id = property(itemgetter(1))
+    member_id = property(itemgetter(2))
+
+    def __getnewargs__(self) -> tuple[str, str]:
+        return (self[1], self[2])
+
+    def __repr__(self) -> str:
+        return f"MemberKey(group_id={self[1]!r}, member_id={self[2]!r})"
 
 
 class DelayedOperation(TimerTask):
@@ -59,7 +93,13 @@ class DelayedOperation(TimerTask):
     __slots__ = ("_completed", "_delayed_in")
 
     def __init__(self, delay_ms: int) -> None:
-        super().__init__(delay_ms)
+        # TimerTask.__init__ inlined: one call less per operation on the hot path
+        self.delay_ms = delay_ms
+        self._deadline = 0
+        self._seq = 0
+        self._prev = None
+        self._next = None
+        self._timer = None
         self._completed = False
         self._delayed_in: DelayedOperationPurgatory | None = None
 
@@ -114,6 +154,9 @@ class DelayedOperationPurgatory:
     ``purge_interval`` completions; here the purge also waits until the completed-but-watched
     count reaches a quarter of the live count, which keeps the amortised cost O(1) per
     operation and the watcher lists within 1.25x the live operations plus ``purge_interval``.
+
+    A key watched by a single operation (a member's heartbeat, a group's join) maps to the
+    operation itself rather than to a one-element list: one container less per key.
     """
 
     __slots__ = ("name", "_timer", "_purge_interval", "_watchers", "_estimated", "_delayed")
@@ -122,7 +165,8 @@ class DelayedOperationPurgatory:
         self.name = name
         self._timer = timer
         self._purge_interval = purge_interval
-        self._watchers: dict[Hashable, list[DelayedOperation]] = {}
+        # key -> DelayedOperation | list[DelayedOperation] (a list holds two or more)
+        self._watchers: dict[Hashable, DelayedOperation | list[DelayedOperation]] = {}
         self._estimated = 0     # Kafka's estimatedTotalOperations
         self._delayed = 0       # operations of this purgatory waiting in the timer
 
@@ -138,50 +182,51 @@ class DelayedOperationPurgatory:
             return True
         watchers = self._watchers
         for key in watch_keys:
-            ops = watchers.get(key)
-            if ops is None:
-                watchers[key] = [op]
+            v = watchers.get(key)
+            if v is None:
+                watchers[key] = op
+            elif type(v) is list:
+                v.append(op)
             else:
-                ops.append(op)
+                watchers[key] = [v, op]
         self._estimated += 1
         if op.try_complete():
-            self._maybe_purge()
-            return True
-        if not op._completed:
-            self._timer.add(op)
-            op._delayed_in = self
-            self._delayed += 1
-            if op._completed:       # Kafka's re-check after arming the timer
-                op.cancel()
-        self._maybe_purge()
-        return False
+            done = True
+        else:
+            done = False
+            if not op._completed:
+                self._timer.add(op)
+                op._delayed_in = self
+                self._delayed += 1
+                if op._completed:       # Kafka's re-check after arming the timer
+                    op.cancel()
+        garbage = self._estimated - self._delayed
+        if garbage > self._purge_interval and garbage * 4 >= self._delayed:
+            self._purge()
+        return done
 
     def check_and_complete(self, key: Hashable) -> int:
         """Try to complete every operation watched under ``key``; returns how many completed.
 
         Operations watched under ``key`` while this runs (from a callback) are tried too, as
-        Kafka's iterator over its concurrent queue would; the list is replaced, never edited
-        in place, so a nested check of the same key cannot disturb this loop.
+        Kafka's iterator over its concurrent queue would; lists are replaced, never edited in
+        place, so a nested check of the same key cannot disturb this loop.
         """
         watchers = self._watchers
-        ops = watchers.get(key)
-        if ops is None:
+        v = watchers.get(key)
+        if v is None:
             return 0
         completed = 0
-        i = 0
-        while i < len(ops):
-            op = ops[i]
-            i += 1
-            if not op._completed and op.safe_try_complete():
-                completed += 1
-        current = watchers.get(key)
-        if current is not None:
-            live = [op for op in current if not op._completed]
-            if live:
-                if len(live) != len(current):
-                    watchers[key] = live
-            else:
-                del watchers[key]
+        if type(v) is list:
+            i = 0
+            while i < len(v):
+                op = v[i]
+                i += 1
+                if not op._completed and op.safe_try_complete():
+                    completed += 1
+        elif not v._completed and v.safe_try_complete():
+            completed = 1
+        self._drop_completed(key)
         self._maybe_purge()
         return completed
 
@@ -192,11 +237,11 @@ class DelayedOperationPurgatory:
         list, including completed ones not yet purged, which depends on purge timing; those
         are left out here so the result is deterministic.
         """
-        ops = self._watchers.pop(key, None)
-        if ops is None:
+        v = self._watchers.pop(key, None)
+        if v is None:
             return []
         cancelled = []
-        for op in ops:
+        for op in (v if type(v) is list else (v,)):
             if not op._completed:
                 op.cancel()
                 cancelled.append(op)
@@ -205,7 +250,7 @@ class DelayedOperationPurgatory:
 
     def watched(self) -> int:
         """Entries in all watcher lists (an operation counts once per key it is watched on)."""
-        return sum(len(ops) for ops in self._watchers.values())
+        return sum(len(v) if type(v) is list else 1 for v in self._watchers.values())
 
     def num_delayed(self) -> int:
         """Operations of this purgatory waiting in the timer."""
@@ -214,6 +259,23 @@ class DelayedOperationPurgatory:
     def watch_keys(self) -> list[Hashable]:
         """Keys that currently have a watcher list (for tests and diagnostics)."""
         return list(self._watchers)
+
+    def _drop_completed(self, key: Hashable) -> None:
+        watchers = self._watchers
+        v = watchers.get(key)
+        if v is None:
+            return
+        if type(v) is list:
+            live = [op for op in v if not op._completed]
+            n = len(live)
+            if n == 0:
+                del watchers[key]
+            elif n == 1:
+                watchers[key] = live[0]
+            elif n != len(v):
+                watchers[key] = live
+        elif v._completed:
+            del watchers[key]
 
     def _maybe_purge(self) -> None:
         garbage = self._estimated - self._delayed
@@ -224,15 +286,16 @@ class DelayedOperationPurgatory:
         """Drop completed operations from every watcher list (Kafka's purgeCompleted)."""
         self._estimated = self._delayed
         watchers = self._watchers
-        purged = 0
-        for key, ops in list(watchers.items()):
-            live = [op for op in ops if not op._completed]
-            if len(live) != len(ops):
-                purged += len(ops) - len(live)
-                if live:
-                    watchers[key] = live
-                else:
-                    del watchers[key]
+        dead = [key for key, v in watchers.items() if type(v) is not list and v._completed]
+        lists = [key for key, v in watchers.items() if type(v) is list]
+        for key in dead:
+            del watchers[key]
+        purged = len(dead)
+        for key in lists:
+            before = len(watchers[key])
+            self._drop_completed(key)
+            v = watchers.get(key)
+            purged += before - (0 if v is None else len(v) if type(v) is list else 1)
         return purged
 
     def __repr__(self) -> str:

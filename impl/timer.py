@@ -218,7 +218,29 @@ class SystemTimer:
                 b.exp = e
                 heappush(self._queue, (e, b.uid, b))
         else:
-            self._add_overflow(task, d)
+            # an overflow wheel (inlined _add_overflow: most long timeouts land here)
+            ends = self._ends
+            k = 1
+            n = len(ends)
+            while True:
+                if k == n:
+                    self._add_level(self._curs[k - 1])
+                    n += 1
+                if d < ends[k]:
+                    break
+                k += 1
+            tk = self._ticks[k]
+            vid = d // tk
+            b = self._wheels[k][vid % self._wsize]
+            tail = b._prev
+            task._prev = tail
+            task._next = b
+            tail._next = task
+            b._prev = task
+            e = vid * tk
+            if b.exp != e:
+                b.exp = e
+                heappush(self._queue, (e, b.uid, b))
 
     def _insert_current(self, task: TimerTask, d: int) -> None:
         """Insert a newly added task into the sorted current list.
@@ -330,7 +352,8 @@ class SystemTimer:
                 else:
                     self._add_overflow(t, d)
                 t = nxt
-        pass
+        if unsorted:
+            self._sort_current()
 
     def _sort_current(self) -> None:
         cur = self._cur

@@ -20,6 +20,7 @@ __all__ = ["app", "main"]
 SUBCOMMANDS: tuple[str, ...] = (
     "kgc.tools.cmd_check",
     "kgc.tools.cmd_prove",
+    "kgc.tools.cmd_replay",
 )
 
 app = typer.Typer(
@@ -41,12 +42,19 @@ for _module in SUBCOMMANDS:
     importlib.import_module(_module).register(app)
 
 
+def _is_usage_error(exc: BaseException | None) -> bool:
+    # typer vendors click privately; match the class by name, as typer itself does.
+    return exc is not None and any(cls.__name__ == "UsageError" for cls in type(exc).__mro__)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    """Run kgc; usage errors exit 1 (click's own code for them is 2, which kgc keeps free)."""
+    """Run kgc. Usage errors exit 1: click reports them as 2, a code subcommands may use for
+    something else (kgc replay: invalid scenario), so only a SystemExit raised while handling a
+    click UsageError is remapped."""
     try:
         app(args=list(argv) if argv is not None else None, prog_name="kgc")
     except SystemExit as exc:
-        if exc.code == 2:
+        if exc.code == 2 and _is_usage_error(exc.__context__):
             raise SystemExit(int(ExitCode.USAGE)) from None
         raise
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -59,6 +60,14 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
+def _short(number: float) -> str:
+    """1234567 -> 1.23M: the live line has to fit an 80-column terminal."""
+    for limit, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if number >= limit:
+            return f"{number / limit:.3g}{suffix}"
+    return f"{number:.0f}"
+
+
 class _LiveProgress:
     """A one-line rich display on stderr; TLC 2.15 reports numbers about once a minute."""
 
@@ -66,7 +75,7 @@ class _LiveProgress:
         self._started = time.monotonic()
         self._progress = Progress(
             SpinnerColumn(),
-            TextColumn("[bold]TLC[/bold] {task.description}"),
+            TextColumn("{task.description}"),
             TextColumn("{task.fields[stats]}"),
             TimeElapsedColumn(),
             console=console,
@@ -87,8 +96,8 @@ class _LiveProgress:
         if result.distinct_states is not None:
             rate = (result.states_generated or 0) / max(time.monotonic() - self._started, 1e-9)
             stats = (
-                f"{result.distinct_states:,} distinct  {result.states_generated or 0:,} generated  "
-                f"{result.queue or 0:,} queued  {rate:,.0f} states/s  depth {result.depth or 0}"
+                f"{_short(result.distinct_states)} distinct  {_short(result.states_generated or 0)} gen  "
+                f"{_short(result.queue or 0)} queue  {_short(rate)}/s  depth {result.depth or 0}"
             )
         self._progress.update(self._task, description=result.phase, stats=stats)
 
@@ -141,10 +150,11 @@ def _print_report(console: Console, model: str, result: CheckResult, run_dir: Pa
             f"  states: {result.states_generated:,} generated, {result.distinct_states or 0:,} distinct, "
             f"{result.queue or 0:,} left on queue; depth {result.depth if result.depth is not None else '?'}",
             markup=False,
+            soft_wrap=True,
         )
     wall = result.wall_seconds or 0.0
     rate = f", {(result.states_generated or 0) / wall:,.0f} states/s" if wall > 0 and result.states_generated else ""
-    console.print(f"  wall time {wall:.2f} s{rate}", markup=False)
+    console.print(f"  wall time {wall:.2f} s{rate}", markup=False, soft_wrap=True)
     console.print(f"  run folder: {_shown(run_dir)}", markup=False, soft_wrap=True)
     if counterexample is not None:
         console.print(f"  counterexample: {_shown(counterexample)}", markup=False, soft_wrap=True)
@@ -171,7 +181,9 @@ def check(
     """Model-check a model of the spec with TLC. Exit codes: see docs/check.md."""
     from kgc.tools.itf import write_itf
     from kgc.tools.spec_models import ModelNotFoundError, resolve_model
-    from kgc.tools.tlc import JarMissingError, JavaMissingError, TlcJob, locate_jar, locate_java, make_run_dir, run_tlc
+    from kgc.tools.tlc import (
+        JarMissingError, JavaMissingError, Terminated, TlcJob, locate_jar, locate_java, make_run_dir, run_tlc,
+    )
 
     try:
         found = resolve_model(model, spec_dir)
@@ -203,8 +215,13 @@ def check(
     else:
         run_dir = make_run_dir(DEFAULT_RUNS_DIR, found.name)
     errors = Console(stderr=True, highlight=False)
-    with _LiveProgress(errors) as live:
-        result = run_tlc(job, run_dir, on_update=live.update, java=java, jar=jar)
+    try:
+        with _LiveProgress(errors) as live:
+            result = run_tlc(job, run_dir, on_update=live.update, java=java, jar=jar)
+    except Terminated as exc:
+        signum = int(signal.Signals[str(exc)])
+        errors.print(f"kgc check: error: stopped by {exc}; TLC was killed too; partial output in {_shown(run_dir / 'tlc.out')}", markup=False, soft_wrap=True)
+        raise typer.Exit(128 + signum) from None
     if result.outcome is Outcome.TIMEOUT:
         result.error = f"TLC did not finish within {timeout:g} s and was killed; partial output in {_shown(run_dir / 'tlc.out')}"
 

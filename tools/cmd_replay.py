@@ -46,3 +46,7 @@ def replay_command(
     """Run scenario files against the Python coordinator: PASS, FAIL at the first step that
     did not hold, or ERROR for a file that is not a valid scenario."""
     raise typer.Exit(replay(files, echo=typer.echo))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("replay")(replay_command)

@@ -8,7 +8,9 @@ ITF is what conformance reads, and what Apalache and Quint tools understand. Enc
     model value m1             "m1"                    (as Apalache writes uninterpreted
                                                         constants; names listed in
                                                         #meta.modelValues so reading back
-                                                        restores them)
+                                                        restores them; a string spelled
+                                                        like one of them comes back as
+                                                        the model value)
     set                        {"#set": [...]}         (elements in a fixed order)
     sequence / tuple           [...]                   (TLC cannot tell them apart, so all
                                                         are ITF lists; #tup is never written)

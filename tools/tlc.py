@@ -169,6 +169,29 @@ def _kill_group(proc: subprocess.Popen[str]) -> None:
             continue
 
 
+class Terminated(BaseException):
+    """kgc itself got SIGTERM or SIGHUP while TLC ran (TLC is in its own session, so it would
+    not get the signal and would run on orphaned)."""
+
+
+def _terminate_as_exception() -> Callable[[], None]:
+    """While TLC runs, turn SIGTERM/SIGHUP into an exception so TLC's group is killed too.
+    Signal handlers can only be set from the main thread; elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def raise_terminated(signum: int, _frame: object) -> None:
+        raise Terminated(signal.Signals(signum).name)
+
+    previous = {sig: signal.signal(sig, raise_terminated) for sig in (signal.SIGTERM, signal.SIGHUP)}
+
+    def restore() -> None:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+    return restore
+
+
 def run_tlc(
     job: TlcJob,
     run_dir: Path,
@@ -216,22 +239,31 @@ def run_tlc(
         start_new_session=True,
     )
 
+    reader_errors: list[str] = []
+
     def read_output() -> None:
+        # Must drain the pipe to the end whatever happens: a reader that stopped early would
+        # leave TLC blocked on a full pipe until the timeout.
         assert proc.stdout is not None
         with open(run_dir / "tlc.out", "w", encoding="utf-8") as raw:
             for line in proc.stdout:
                 raw.write(line)
                 raw.flush()
-                with lock:
-                    events = parser.feed(line)
-                    for event in events:
-                        builder.feed(event)
-                if events and on_update is not None:
-                    on_update(builder.result)
+                try:
+                    with lock:
+                        events = parser.feed(line)
+                        for event in events:
+                            builder.feed(event)
+                    if events and on_update is not None:
+                        on_update(builder.result)
+                except Exception as exc:  # noqa: BLE001 - reported as a warning, never fatal
+                    if not reader_errors:
+                        reader_errors.append(f"output handling failed at {line.strip()[:80]!r}: {exc!r}")
 
     reader = threading.Thread(target=read_output, name="tlc-output", daemon=True)
     reader.start()
     timed_out = False
+    restore = _terminate_as_exception()
     try:
         proc.wait(timeout=job.timeout)
     except subprocess.TimeoutExpired:
@@ -241,6 +273,7 @@ def run_tlc(
         _kill_group(proc)  # Ctrl-C or any other exit: never leave a JVM behind
         raise
     finally:
+        restore()
         reader.join()
         if not keep_scratch:
             for scratch in ("states", "tmp"):
@@ -251,6 +284,7 @@ def run_tlc(
         for event in parser.close():
             builder.feed(event)
         result = builder.finish(None if timed_out else proc.returncode, timed_out=timed_out, wall_seconds=wall)
+        result.warnings.extend(reader_errors)
     if on_update is not None:
         on_update(result)
     return result

@@ -63,13 +63,16 @@ class AbstractState:
 
 @dataclass
 class ClientViews:
-    """What the clients (and a ghost observer) know, tracked from responses by the caller.
+    """What the clients (and a ghost observer) know about one group, learnt from the
+    coordinator's observer stream: pass an instance as the GroupCoordinator's `observer`.
 
-    Call `join_response` for every JoinGroup response, `sync_response` for every SyncGroup
-    response, `unloaded` / `loaded` when the coordinator gives the group up / takes it over,
-    and `begin_step` / `end_step` around each request or timer firing.
+    JoinGroup responses answered NONE name a leader for their generation and teach the member
+    its generation and leadership; SyncGroup responses answered NONE and state transitions give
+    syncedInState; `unload` / `load` requests end and start coordinator incarnations. Call
+    `begin_step` / `end_step` around each request or timer firing.
     """
 
+    group_id: str
     owned: bool = True
     epoch: int = 0
     known_generation: dict[str, int] = field(default_factory=dict)
@@ -80,9 +83,34 @@ class ClientViews:
     _sync_ok_in_step: bool = False
     _transitions_in_step: int = 0
 
+    # -- CoordinatorObserver ---------------------------------------------------------------
+    def on_request(self, kind: str, group_id: str, args: dict) -> None:
+        if group_id != self.group_id:
+            return
+        if kind == "unload" and self.owned:
+            self.owned = False
+            self.epoch += 1
+        elif kind == "load":
+            self.owned = True
+
+    def on_response(self, kind: str, group_id: str, result: object) -> None:
+        if group_id != self.group_id:
+            return
+        if kind == "join":
+            self.join_response(result)
+        elif kind == "sync" and _error_name(result) == "NONE":
+            self._sync_ok_in_step = True
+
+    def on_timer(self, kind: str, group_id: str, member_id: Optional[str]) -> None:
+        pass
+
+    def on_transition(self, group_id: str, old: Any, new: Any) -> None:
+        if group_id == self.group_id:
+            self._transitions_in_step += 1
+
+    # -- views -------------------------------------------------------------------------------
     def join_response(self, result: Any) -> None:
-        """A JoinGroup answered NONE names a leader for its generation and teaches the member."""
-        if getattr(result.error, "name", str(result.error)) != "NONE":
+        if _error_name(result) != "NONE":
             return
         member, gen, leader = result.member_id, result.generation_id, result.leader_id
         if leader:
@@ -94,21 +122,6 @@ class ClientViews:
         else:
             self.believes_leader.discard(member)
 
-    def sync_response(self, result: Any) -> None:
-        if getattr(result.error, "name", str(result.error)) == "NONE":
-            self._sync_ok_in_step = True
-
-    def transition(self) -> None:
-        """The group changed state (wire to the coordinator observer's on_transition)."""
-        self._transitions_in_step += 1
-
-    def unloaded(self) -> None:
-        self.owned = False
-        self.epoch += 1
-
-    def loaded(self) -> None:
-        self.owned = True
-
     def begin_step(self) -> None:
         self._sync_ok_in_step = False
         self._transitions_in_step = 0
@@ -116,6 +129,11 @@ class ClientViews:
     def end_step(self) -> None:
         """syncedInState: a SyncGroup answered NONE since the group entered its state."""
         self.synced_in_state = self._sync_ok_in_step or (self.synced_in_state and self._transitions_in_step == 0)
+
+
+def _error_name(result: Any) -> str:
+    err = getattr(result, "error", result)
+    return getattr(err, "name", str(err))
 
 
 def abstract(group: Any, stored: Any, views: ClientViews) -> AbstractState:
@@ -214,6 +232,29 @@ def _action_step(sig: Signature, a: Action, pre: State, post: State, suffix: str
     return z3.And(guard, equal_states(after, post, sig))
 
 
+_PATHS: dict[tuple, tuple[list[z3.BoolRef], list[State], list[list[z3.BoolRef]]]] = {}
+
+
+def _path(sig: Signature, k: int, bugs: frozenset[str], actions: tuple[Action, ...]
+          ) -> tuple[list[z3.BoolRef], list[State], list[list[z3.BoolRef]]]:
+    """The formula "k encoded actions lead from states[0] to states[k]", built once per
+    universe size: building terms in Python costs far more than solving. (A fresh solver per
+    query: an incremental solver skips the preprocessing these queries need.)"""
+    key = (len(sig.member_values), k, bugs, tuple(a.name for a in actions))
+    if key not in _PATHS:
+        states = [fresh_state(sig, f"_t{i}") for i in range(k + 1)]
+        parts: list[z3.BoolRef] = []
+        choice_vars = []
+        for i in range(k):
+            picks = [z3.Bool(f"took_{i}_{a.name}") for a in actions]
+            choice_vars.append(picks)
+            parts.append(z3.Or(picks))
+            for p, a in zip(picks, actions):
+                parts.append(z3.Implies(p, _action_step(sig, a, states[i], states[i + 1], f"_s{i}", bugs)))
+        _PATHS[key] = (parts, states, choice_vars)
+    return _PATHS[key]
+
+
 def accepts(before: AbstractState, after: AbstractState, bugs: Iterable[str] = (), max_steps: int = 3,
             timeout_ms: int = 10000, actions: tuple[Action, ...] = ACTIONS) -> StepVerdict:
     """Is (before, after) stuttering, one encoded action, or a chain of up to `max_steps`?
@@ -226,17 +267,11 @@ def accepts(before: AbstractState, after: AbstractState, bugs: Iterable[str] = (
         return StepVerdict(True, (), (time.perf_counter() - t0) * 1000)
     sig, ids = _universe(before, after)
     for k in range(1, max_steps + 1):
-        states = [fresh_state(sig, f"_t{i}") for i in range(k + 1)]
+        path, states, choice_vars = _path(sig, k, bugset, actions)
         solver = z3.Solver()
         solver.set(timeout=timeout_ms)
+        solver.add(*path)
         solver.add(constrain(sig, states[0], before, ids), constrain(sig, states[k], after, ids))
-        choice_vars = []
-        for i in range(k):
-            picks = [z3.Bool(f"took_{i}_{a.name}") for a in actions]
-            choice_vars.append(picks)
-            solver.add(z3.Or(picks))
-            for p, a in zip(picks, actions):
-                solver.add(z3.Implies(p, _action_step(sig, a, states[i], states[i + 1], f"_s{i}", bugset)))
         r = solver.check()
         if r == z3.sat:
             m = solver.model()

@@ -67,7 +67,9 @@ def _single_leader(sig: Signature, s: State, v: Vars) -> z3.BoolRef:
 
 
 def _no_sync_in_preparing(sig: Signature, s: State, v: Vars) -> z3.BoolRef:
-    return z3.Implies(s.synced_in_state, s.group_state != sig.st("PreparingRebalance"))
+    preparing = s.group_state == sig.st("PreparingRebalance")
+    return z3.And(z3.Implies(s.synced_in_state, z3.Not(preparing)),
+                  z3.Implies(preparing, z3.Not(s.awaiting_sync[v["m"]])))
 
 
 def _sync_only_when_stable(sig: Signature, s: State, v: Vars) -> z3.BoolRef:
@@ -166,8 +168,8 @@ INVARIANTS: tuple[Invariant, ...] = (
               "JoinGroup responses name at most one leader per generation (per coordinator incarnation)",
               (("e", "int"), ("g", "int"), ("m1", "member"), ("m2", "member")), _single_leader, main=True),
     Invariant("NoSyncInPreparingRebalance",
-              "no SyncGroup is answered NONE while the group is PreparingRebalance",
-              (), _no_sync_in_preparing, main=True),
+              "no SyncGroup is answered NONE, nor parked (the spec's form), while the group is PreparingRebalance",
+              _M, _no_sync_in_preparing, main=True),
     Invariant("SyncOnlyWhenStable", "a SyncGroup answered NONE since the last state change means Stable",
               (), _sync_only_when_stable),
     Invariant("UnownedIsDead", "a group this coordinator does not serve is Dead", (), _unowned_is_dead),

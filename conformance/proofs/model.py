@@ -29,22 +29,27 @@ import z3
 
 GROUP_STATES: tuple[str, ...] = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
 
-# Field name (Python) -> variable name used in the TLA+ spec and in every printed state.
+# Field name (Python) -> the name printed states use: spec/GroupCoordinator.tla's variable where
+# the spec has the same thing (gstate, loaded, pending, store...); knownGeneration, knownEpoch
+# and believesLeader are per member id (the spec's cgen / cleader are per client process);
+# leaderNamed holds every leader a NONE JoinGroup response named, per (epoch, generation) (the
+# spec's genLeaders holds the self-named ones of the current generation); epoch counts
+# unloads (the spec's failovers).
 TLA_NAMES: dict[str, str] = {
-    "group_state": "groupState",
+    "group_state": "gstate",
     "generation": "generation",
     "leader": "leader",
     "members": "members",
-    "pending": "pendingMembers",
+    "pending": "pending",
     "awaiting_join": "awaitingJoin",
     "awaiting_sync": "awaitingSync",
     "pending_sync": "pendingSync",
-    "owned": "owned",
+    "owned": "loaded",
     "epoch": "epoch",
-    "stored": "stored",
-    "stored_generation": "storedGeneration",
-    "stored_leader": "storedLeader",
-    "stored_members": "storedMembers",
+    "stored": "store.exists",
+    "stored_generation": "store.gen",
+    "stored_leader": "store.leader",
+    "stored_members": "store.members",
     "known_generation": "knownGeneration",
     "known_epoch": "knownEpoch",
     "believes_leader": "believesLeader",

@@ -118,12 +118,6 @@ def _solver(timeout_ms: int) -> z3.Solver:
     return s
 
 
-def _check(solver: z3.Solver) -> tuple[z3.CheckSatResult, float]:
-    t0 = time.perf_counter()
-    r = solver.check()
-    return r, (time.perf_counter() - t0) * 1000
-
-
 def prove(bugs: frozenset[str] | set[str] | list[str] = frozenset(), timeout_ms: int = 5000,
           counterexamples: bool = True, invariants: tuple[Invariant, ...] = INVARIANTS,
           actions: tuple[Action, ...] = ACTIONS) -> ProofReport:
@@ -141,10 +135,10 @@ def prove(bugs: frozenset[str] | set[str] | list[str] = frozenset(), timeout_ms:
     for i in invariants:
         s = _solver(timeout_ms)
         s.add(init(sig, post0))
+        s.push()
         bad, _ = i.violated(sig, post0)
         s.add(bad)
-        r, ms = _check(s)
-        report.checks.append(_result(i, None, r, ms, s, bugset, timeout_ms, counterexamples, invariants))
+        report.checks.append(_decide(s, i, None, bugset, timeout_ms, counterexamples, invariants))
 
     inv_pre = z3.And([i.holds(sig, pre) for i in invariants])
     for a in actions:
@@ -157,14 +151,44 @@ def prove(bugs: frozenset[str] | set[str] | list[str] = frozenset(), timeout_ms:
             s.push()
             bad, _ = i.violated(sig, post)
             s.add(bad)
-            r, ms = _check(s)
-            res = _result(i, a, r, ms, s, bugset, timeout_ms, counterexamples, invariants)
+            res = _decide(s, i, a, bugset, timeout_ms, counterexamples, invariants)
             if res.status == PROVED and report.enabled[a.name] == "unsat":
                 res.status, res.reason = VACUOUS, "the action is enabled in no state satisfying the invariants"
             report.checks.append(res)
             s.pop()
     report.total_ms = (time.perf_counter() - t_start) * 1000
     return report
+
+
+QUICK_MS = 1000  # first attempt at a proof before looking for a small counterexample
+
+
+def _decide(s: z3.Solver, i: Invariant, a: Action | None, bugs: frozenset[str], timeout_ms: int,
+            want_cex: bool, invariants: tuple[Invariant, ...]) -> CheckResult:
+    """Proved needs unsat over the uninterpreted sort. Refuting is easier over a finite sort
+    (a counterexample with three members is a counterexample for "any number of members"),
+    and Z3's model search with quantifiers over an uninterpreted sort can take seconds: so a
+    short proof attempt first, then a small counterexample, then the rest of the time budget."""
+    name = a.name if a else INIT
+    t0 = time.perf_counter()
+    s.set(timeout=min(QUICK_MS, timeout_ms))
+    r = s.check()
+    if r == z3.unsat:
+        return CheckResult(i.name, name, PROVED, (time.perf_counter() - t0) * 1000)
+    cex = counterexample(i, a, bugs, timeout_ms, invariants) if (want_cex or r == z3.unknown) else None
+    if r == z3.unknown and cex is None:
+        left = timeout_ms - int((time.perf_counter() - t0) * 1000)
+        if left > 0:
+            s.set(timeout=left)
+            r = s.check()
+        if r == z3.unsat:
+            return CheckResult(i.name, name, PROVED, (time.perf_counter() - t0) * 1000)
+        if r == z3.unknown:
+            return CheckResult(i.name, name, UNKNOWN, (time.perf_counter() - t0) * 1000, reason=s.reason_unknown())
+    res = CheckResult(i.name, name, NOT_INDUCTIVE, (time.perf_counter() - t0) * 1000)
+    if want_cex:
+        res.counterexample = cex if cex is not None else counterexample(i, a, bugs, timeout_ms, invariants)
+    return res
 
 
 def _enabled(a: Action, bugs: frozenset[str], timeout_ms: int) -> str:
@@ -174,20 +198,6 @@ def _enabled(a: Action, bugs: frozenset[str], timeout_ms: int) -> str:
     s = _solver(timeout_ms)
     s.add(inv_mod.conjunction(sig, pre), guard)
     return str(s.check())
-
-
-def _result(i: Invariant, a: Action | None, r: z3.CheckSatResult, ms: float, s: z3.Solver,
-            bugs: frozenset[str], timeout_ms: int, want_cex: bool,
-            invariants: tuple[Invariant, ...] = INVARIANTS) -> CheckResult:
-    name = a.name if a else INIT
-    if r == z3.unsat:
-        return CheckResult(i.name, name, PROVED, ms)
-    if r == z3.unknown:
-        return CheckResult(i.name, name, UNKNOWN, ms, reason=s.reason_unknown())
-    res = CheckResult(i.name, name, NOT_INDUCTIVE, ms)
-    if want_cex:
-        res.counterexample = counterexample(i, a, bugs, timeout_ms, invariants)
-    return res
 
 
 def counterexample(i: Invariant, a: Action | None, bugs: frozenset[str], timeout_ms: int,
@@ -353,10 +363,11 @@ def _show(v: Any) -> str:
 
 
 SHORT = {
-    "JoinNewMember": "JoinNew", "JoinNewMemberIdRequired": "JoinIdReq", "JoinPendingMember": "JoinPend",
-    "JoinKnownMember": "JoinKnown", "CompleteJoin": "CompJoin", "RebalanceTimeout": "RebalTO",
-    "SyncGroup": "Sync", "Heartbeat": "HB", "LeaveGroup": "Leave", "SessionTimeout": "SessTO",
-    "PendingMemberTimeout": "PendTO", "SyncTimeout": "SyncTO",
+    "JoinGroupUnknownMember": "JoinUnknown", "JoinGroupPendingMember": "JoinPending",
+    "JoinGroupKnownMember": "JoinKnown", "CompleteJoin": "CompleteJoin", "RebalanceTimeout": "RebalanceTO",
+    "SyncGroupLeader": "SyncLeader", "SyncGroupFollower": "SyncFollower", "Heartbeat": "Heartbeat",
+    "LeaveGroup": "Leave", "SessionTimeoutExpiry": "SessionTO", "PendingMemberExpiry": "PendingTO",
+    "DelayedSyncExpiry": "SyncTO", "GroupUnload": "Unload", "GroupLoad": "Load",
 }
 
 

@@ -210,18 +210,14 @@ def _respond_join(sig: Signature, s: State, m: z3.ExprRef) -> State:
 # ---------------------------------------------------------------------------------- actions
 
 
-def join_new_member(sig: Signature, s: State, a: Args, bugs: frozenset[str]) -> tuple[z3.BoolRef, State]:
-    m = a["member"]
+def join_unknown_member(sig: Signature, s: State, a: Args, bugs: frozenset[str]) -> tuple[z3.BoolRef, State]:
+    """doNewMemberJoinGroup (dynamic): a fresh member id; with requireKnownMemberId it only
+    becomes pending (MEMBER_ID_REQUIRED), else addMemberAndRebalance."""
+    m, require_known = a["member"], a["requireKnownMemberId"]
     b = _base_for_join(sig, s)
     guard = z3.And(s.owned, z3.Not(b.members[m]), z3.Not(b.pending[m]))
-    return guard, _finish(s, _add_member_and_rebalance(sig, b, m), False)
-
-
-def join_new_member_id_required(sig: Signature, s: State, a: Args, bugs: frozenset[str]) -> tuple[z3.BoolRef, State]:
-    m = a["member"]
-    b = _base_for_join(sig, s)
-    guard = z3.And(s.owned, z3.Not(b.members[m]), z3.Not(b.pending[m]))
-    return guard, _finish(s, replace(b, pending=_add(b.pending, m)), False)
+    pending_only = replace(b, pending=_add(b.pending, m))
+    return guard, _finish(s, _ite_state(require_known, pending_only, _add_member_and_rebalance(sig, b, m)), False)
 
 
 def join_pending_member(sig: Signature, s: State, a: Args, bugs: frozenset[str]) -> tuple[z3.BoolRef, State]:
@@ -231,7 +227,7 @@ def join_pending_member(sig: Signature, s: State, a: Args, bugs: frozenset[str])
 
 
 def join_known_member(sig: Signature, s: State, a: Args, bugs: frozenset[str]) -> tuple[z3.BoolRef, State]:
-    m, same = a["member"], a["sameMetadata"]
+    m, same = a["member"], z3.Not(a["changedMetadata"])
     st = s.group_state
     guard = z3.And(s.owned, s.members[m], z3.Or(st == sig.st("PreparingRebalance"),
                                                 st == sig.st("CompletingRebalance"), st == sig.st("Stable")))
@@ -298,7 +294,7 @@ def rebalance_timeout(sig: Signature, s: State, a: Args, bugs: frozenset[str]) -
     return guard, _on_complete_join(sig, s, a, bugs)
 
 
-def sync_group(sig: Signature, s: State, a: Args, bugs: frozenset[str]) -> tuple[z3.BoolRef, State]:
+def _sync_group(sig: Signature, s: State, a: Args, bugs: frozenset[str]) -> tuple[z3.BoolRef, State]:
     m, gen = a["member"], a["generation"]
     st = s.group_state
     ok_states = [st == sig.st("CompletingRebalance"), st == sig.st("Stable")]
@@ -325,6 +321,16 @@ def sync_group(sig: Signature, s: State, a: Args, bugs: frozenset[str]) -> tuple
     post = _ite_state(completing, completing_post, stable_post)
     sync_ok = z3.Or(z3.Not(completing), is_leader)
     return guard, _finish(s, post, sync_ok)
+
+
+def sync_group_leader(sig: Signature, s: State, a: Args, bugs: frozenset[str]) -> tuple[z3.BoolRef, State]:
+    guard, post = _sync_group(sig, s, a, bugs)
+    return z3.And(guard, sig.is_leader(s.leader, a["member"])), post
+
+
+def sync_group_follower(sig: Signature, s: State, a: Args, bugs: frozenset[str]) -> tuple[z3.BoolRef, State]:
+    guard, post = _sync_group(sig, s, a, bugs)
+    return z3.And(guard, z3.Not(sig.is_leader(s.leader, a["member"]))), post
 
 
 def heartbeat(sig: Signature, s: State, a: Args, bugs: frozenset[str]) -> tuple[z3.BoolRef, State]:
@@ -418,31 +424,35 @@ def load(sig: Signature, s: State, a: Args, bugs: frozenset[str]) -> tuple[z3.Bo
 
 _LEADER_CHOICE = (("hasNewLeader", "bool"), ("newLeader", "member"))
 
+# Names follow spec/GroupCoordinator.tla's actions where there is one; CompleteJoin is a step
+# of its own here (the spec folds DelayedJoin completion into the step that triggers it), and
+# RebalanceTimeout also covers the spec's InitialDelayedJoin and SessionTimeoutExpiry its
+# NewMemberJoinTimeout (same effect at this level).
 ACTIONS: tuple[Action, ...] = (
-    Action("JoinNewMember", "handleJoinGroup (unknown member id) -> addMemberAndRebalance",
-           (("member", "member"),), join_new_member),
-    Action("JoinNewMemberIdRequired", "handleJoinGroup (unknown member id, requireKnownMemberId) -> MEMBER_ID_REQUIRED",
-           (("member", "member"),), join_new_member_id_required),
-    Action("JoinPendingMember", "handleJoinGroup (pending member id) -> addMemberAndRebalance",
+    Action("JoinGroupUnknownMember", "handleJoinGroup (unknown member id) -> doNewMemberJoinGroup",
+           (("member", "member"), ("requireKnownMemberId", "bool")), join_unknown_member),
+    Action("JoinGroupPendingMember", "handleJoinGroup (pending member id) -> addMemberAndRebalance",
            (("member", "member"),), join_pending_member),
-    Action("JoinKnownMember", "handleJoinGroup (known member id) -> doCurrentMemberJoinGroup",
-           (("member", "member"), ("sameMetadata", "bool")), join_known_member),
+    Action("JoinGroupKnownMember", "handleJoinGroup (known member id) -> doCurrentMemberJoinGroup",
+           (("member", "member"), ("changedMetadata", "bool")), join_known_member),
     Action("CompleteJoin", "DelayedJoin.tryComplete (all joined) -> onCompleteJoin + initNextGeneration",
            _LEADER_CHOICE, complete_join),
-    Action("RebalanceTimeout", "DelayedJoin expiry -> onCompleteJoin + initNextGeneration",
+    Action("RebalanceTimeout", "DelayedJoin / InitialDelayedJoin expiry -> onCompleteJoin + initNextGeneration",
            _LEADER_CHOICE, rebalance_timeout),
-    Action("SyncGroup", "handleSyncGroup -> doSyncGroup",
-           (("member", "member"), ("generation", "int")), sync_group),
+    Action("SyncGroupLeader", "handleSyncGroup -> doSyncGroup, from the leader",
+           (("member", "member"), ("generation", "int")), sync_group_leader),
+    Action("SyncGroupFollower", "handleSyncGroup -> doSyncGroup, from a follower",
+           (("member", "member"), ("generation", "int")), sync_group_follower),
     Action("Heartbeat", "handleHeartbeat", (("member", "member"), ("generation", "int")), heartbeat),
     Action("LeaveGroup", "handleLeaveGroup -> removeMemberAndUpdateGroup / removePendingMemberAndUpdateGroup",
            (("member", "member"),) + _LEADER_CHOICE, leave_group),
-    Action("SessionTimeout", "DelayedHeartbeat expiry -> onExpireHeartbeat -> removeMemberAndUpdateGroup",
+    Action("SessionTimeoutExpiry", "DelayedHeartbeat expiry -> onExpireHeartbeat -> removeMemberAndUpdateGroup",
            (("member", "member"),) + _LEADER_CHOICE, session_timeout),
-    Action("PendingMemberTimeout", "DelayedHeartbeat expiry (pending) -> removePendingMemberAndUpdateGroup",
+    Action("PendingMemberExpiry", "DelayedHeartbeat expiry (pending) -> removePendingMemberAndUpdateGroup",
            (("member", "member"),), pending_member_timeout),
-    Action("SyncTimeout", "DelayedSync expiry -> onExpirePendingSync", _LEADER_CHOICE, sync_timeout),
-    Action("Unload", "onGroupUnloaded", (), unload),
-    Action("Load", "onGroupLoaded", (("hasStoredMembers", "bool"), ("storedMember", "member")), load),
+    Action("DelayedSyncExpiry", "DelayedSync expiry -> onExpirePendingSync", _LEADER_CHOICE, sync_timeout),
+    Action("GroupUnload", "onGroupUnloaded", (), unload),
+    Action("GroupLoad", "onGroupLoaded", (("hasStoredMembers", "bool"), ("storedMember", "member")), load),
 )
 
 ACTIONS_BY_NAME: dict[str, Action] = {a.name: a for a in ACTIONS}

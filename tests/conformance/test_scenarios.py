@@ -380,3 +380,53 @@ def test_cli_runs_the_suite() -> None:
     out = run_kgc(*SCENARIOS, *CONTRACT_EXAMPLES)
     assert out.returncode == 0, out.stdout + out.stderr
     assert len(out.stdout.strip().splitlines()) == len(SCENARIOS) + len(CONTRACT_EXAMPLES)
+
+
+@needs_cli
+@pytest.mark.parametrize("index, step, what", [
+    (0, {"do": "join", "id": "a1", "session_timeout_ms": 1000}, "missing required key(s) group"),
+    (2, {"do": "tick", "ms": "5"}, "`ms` must be an integer"),
+    (6, {"do": "heartbeat", "id": "a1", "group": "g", "member": "@a1", "generation": 1},
+     "duplicate request id 'a1'"),
+    (6, {"do": "heartbeat", "id": "h1", "group": "g", "member": "@nobody", "generation": 1},
+     "member reference @nobody"),
+    (8, {"do": "leave", "id": "l1", "group": "g", "member": "@s1"}, "is not a join"),
+    (3, {"expect": "a1", "eror": "NONE"}, "unknown key(s) eror"),
+])
+def test_cli_malformed_step_exits_2_naming_file_and_step(tmp_path: Path, index: int, step: Any,
+                                                          what: str) -> None:
+    path = write(tmp_path, steps_with(index, step), "malformed.json")
+    out = run_kgc(path)
+    assert out.returncode == 2, out.stdout + out.stderr
+    line = out.stdout.strip()
+    assert line.startswith(f"ERROR {path}: step {index}: ") and what in line
+
+
+@needs_cli
+@needs_coordinator
+def test_cli_wrong_expectation_in_a_suite_file_exits_1_naming_the_step(tmp_path: Path) -> None:
+    """Take a real scenario, change the expected generation of its first checked join response:
+    the replay must fail at exactly that step (and not earlier or later)."""
+    source = ROOT / "tests" / "scenarios" / "stable-leave.json"
+    doc = json.loads(source.read_text(encoding="utf-8"))
+    index = next(i for i, s in enumerate(doc["steps"]) if "expect" in s and "generation" in s)
+    doc["steps"][index]["generation"] += 10
+    path = write(tmp_path, doc, "stable-leave.json")
+    out = run_kgc(path)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert out.stdout.strip().startswith(f"FAIL stable-leave: step {index}: expected ")
+    assert "generation=" in out.stdout
+
+
+def test_suite_files_are_distinct_and_cite_kafka() -> None:
+    """Every suite file says where its expectations come from in Kafka 3.x (a GroupCoordinator /
+    GroupMetadata / delayed-operation function, or a GroupCoordinatorTest test)."""
+    markers = ("GroupCoordinator", "GroupMetadata", "InitialDelayedJoin", "DelayedJoin",
+               "MemberMetadata", "GroupCoordinatorTest")
+    seen: dict[str, str] = {}
+    for path in SCENARIOS:
+        s = load_scenario(path)
+        assert any(m in s.source for m in markers), f"{path.name}: source cites no Kafka code"
+        body = json.dumps(json.loads(path.read_text(encoding="utf-8"))["steps"], sort_keys=True)
+        assert body not in seen, f"{path.name} repeats the steps of {seen.get(body)}"
+        seen[body] = path.name

