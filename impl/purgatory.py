@@ -128,7 +128,14 @@ class DelayedOperation(TimerTask):
         if p is not None:
             self._delayed_in = None
             p._delayed -= 1
-        TimerTask.cancel(self)
+        # TimerTask.cancel inlined (force_complete -> cancel is on every completion)
+        prev = self._prev
+        if prev is not None:
+            nxt = self._next
+            prev._next = nxt
+            nxt._prev = prev
+            self._prev = self._next = None
+            self._timer._size -= 1
 
     def is_completed(self) -> bool:
         return self._completed
@@ -216,18 +223,28 @@ class DelayedOperationPurgatory:
         v = watchers.get(key)
         if v is None:
             return 0
-        completed = 0
-        if type(v) is list:
+        if type(v) is not list:
+            # one operation on this key (the common case): no list to rebuild
+            completed = 1 if not v._completed and v.safe_try_complete() else 0
+            if v._completed:
+                if watchers.get(key) is v:
+                    del watchers[key]
+                else:
+                    self._drop_completed(key)
+            elif watchers.get(key) is not v:
+                self._drop_completed(key)
+        else:
+            completed = 0
             i = 0
             while i < len(v):
                 op = v[i]
                 i += 1
                 if not op._completed and op.safe_try_complete():
                     completed += 1
-        elif not v._completed and v.safe_try_complete():
-            completed = 1
-        self._drop_completed(key)
-        self._maybe_purge()
+            self._drop_completed(key)
+        garbage = self._estimated - self._delayed
+        if garbage > self._purge_interval and garbage * 4 >= self._delayed:
+            self._purge()
         return completed
 
     def cancel_for_key(self, key: Hashable) -> list[DelayedOperation]:

@@ -23,6 +23,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+# kgc.tools.bench is light (the registry imports each benchmark only when it runs).
 from kgc.tools.bench import BENCHMARKS, PLOTTERS, BenchCheckFailed, BenchOptions, BenchResult, BenchUnavailable
 from kgc.tools.bench.machine import describe_machine
 
@@ -115,7 +116,7 @@ def _cell(value: Any) -> str:
     if isinstance(value, int):
         return f"{value:,}"
     if isinstance(value, float):
-        return f"{value:,.1f}"
+        return f"{value:,.1f}" if abs(value) >= 10 else f"{value:.3g}"
     return str(value)
 
 
@@ -123,7 +124,7 @@ def render(report: BenchReport, console: Console) -> None:
     for result in report.results:
         table = Table(title=f"kgc bench {result.name}" + (" (--quick)" if report.quick else ""))
         for column in result.columns:
-            table.add_column(column.replace("_", " "), justify="right")
+            table.add_column(result.labels.get(column, column.replace("_", " ")), justify="right")
         for row in result.rows:
             table.add_row(*(_cell(row.get(c)) for c in result.columns))
         console.print(table)
@@ -148,7 +149,7 @@ def bench_command(
 ) -> None:
     """Benchmark kgc's parts: the timing-wheel purgatory against heapq (asyncio's way) and
     sched; TLC with 1 vs 2 workers. Results and plots go to bench/results/."""
-    console = Console()
+    console = Console(width=None if sys.stdout.isatty() else 160)
     errors = Console(stderr=True)
     try:
         report = run_bench(benchmark, quick=quick, out_dir=out, seed=seed,
@@ -161,3 +162,7 @@ def bench_command(
         sys.stdout.flush()
         print(json.dumps(report.to_json()), flush=True)
     raise typer.Exit(report.exit_code)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("bench")(bench_command)

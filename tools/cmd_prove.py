@@ -31,7 +31,7 @@ def run_prove(json_output: bool = False, bugs: Optional[List[str]] = None, timeo
     from kgc.conformance.proofs.prove import prove, render
     from kgc.conformance.proofs.transitions import BUGS
 
-    console = console or Console(width=200)
+    console = console or Console(width=250)
     try:
         report = prove(bugs or [], timeout_ms=timeout_ms)
     except ValueError as e:

@@ -102,6 +102,7 @@ class ProofReport:
             "total_ms": round(self.total_ms, 1),
             "invariants": self.invariants,
             "actions": self.actions,
+            "enabled": self.enabled,
             "checks": [{"invariant": c.invariant, "action": c.action, "status": c.status,
                         "ms": round(c.ms, 1), **({"reason": c.reason} if c.reason else {})}
                        for c in self.checks],
@@ -132,8 +133,9 @@ def prove(bugs: frozenset[str] | set[str] | list[str] = frozenset(), timeout_ms:
     sig = signature(None)
     pre, post0 = fresh_state(sig, ""), fresh_state(sig, "_0")
 
+    quick = min(QUICK_MS, timeout_ms)
     for i in invariants:
-        s = _solver(timeout_ms)
+        s = _solver(quick)
         s.add(init(sig, post0))
         s.push()
         bad, _ = i.violated(sig, post0)
@@ -145,7 +147,7 @@ def prove(bugs: frozenset[str] | set[str] | list[str] = frozenset(), timeout_ms:
         args = a.args(sig, "")
         guard, post = a.apply(sig, pre, args, bugset)
         report.enabled[a.name] = _enabled(a, bugset, timeout_ms)
-        s = _solver(timeout_ms)
+        s = _solver(quick)
         s.add(inv_pre, guard)
         for i in invariants:
             s.push()
@@ -171,8 +173,7 @@ def _decide(s: z3.Solver, i: Invariant, a: Action | None, bugs: frozenset[str], 
     short proof attempt first, then a small counterexample, then the rest of the time budget."""
     name = a.name if a else INIT
     t0 = time.perf_counter()
-    s.set(timeout=min(QUICK_MS, timeout_ms))
-    r = s.check()
+    r = s.check()  # the solver was made with the quick timeout (setting it per check is costly)
     if r == z3.unsat:
         return CheckResult(i.name, name, PROVED, (time.perf_counter() - t0) * 1000)
     cex = counterexample(i, a, bugs, timeout_ms, invariants) if (want_cex or r == z3.unknown) else None
@@ -181,6 +182,7 @@ def _decide(s: z3.Solver, i: Invariant, a: Action | None, bugs: frozenset[str], 
         if left > 0:
             s.set(timeout=left)
             r = s.check()
+            s.set(timeout=min(QUICK_MS, timeout_ms))
         if r == z3.unsat:
             return CheckResult(i.name, name, PROVED, (time.perf_counter() - t0) * 1000)
         if r == z3.unknown:
@@ -379,9 +381,9 @@ def render(report: ProofReport, console: Any | None = None) -> None:
     console = console or Console()
     cols = report.actions
     table = Table(title="kgc prove: Inv /\\ Next_a => I' (ms)" + (f"  bugs: {', '.join(report.bugs)}" if report.bugs else ""))
-    table.add_column("invariant", no_wrap=True)
+    table.add_column("invariant", no_wrap=True, min_width=max(len(n) for n in report.invariants))
     for c in cols:
-        table.add_column(SHORT.get(c, c), justify="right", no_wrap=True)
+        table.add_column(SHORT.get(c, c), justify="right", no_wrap=True, min_width=len(SHORT.get(c, c)))
     cells = {(c.invariant, c.action): c for c in report.checks}
     style = {PROVED: "green", NOT_INDUCTIVE: "bold red", UNKNOWN: "yellow", VACUOUS: "bold red"}
     mark = {PROVED: "✓", NOT_INDUCTIVE: "✗", UNKNOWN: "?", VACUOUS: "∅"}

@@ -464,17 +464,3 @@ def check_bugs(bugs: frozenset[str] | set[str] | list[str] | tuple[str, ...]) ->
         raise ValueError(f"unknown bug(s) {', '.join(unknown)}; known: {', '.join(sorted(BUGS))}")
     return frozenset(bugs)
 
-
-def step(sig: Signature, pre: State, post: State, bugs: frozenset[str] = frozenset(), suffix: str = "",
-         actions: tuple[Action, ...] = ACTIONS, stutter: bool = True) -> z3.BoolRef:
-    """Next as a relation between two states (arguments existentially quantified as fresh
-    constants named with `suffix`): some action leads from `pre` to `post`, or nothing changes."""
-    from kgc.conformance.proofs.model import equal_states
-
-    options = []
-    for a in actions:
-        guard, after = a.apply(sig, pre, a.args(sig, suffix), bugs)
-        options.append(z3.And(guard, equal_states(after, post, sig)))
-    if stutter:
-        options.append(equal_states(pre, post, sig))
-    return z3.Or(options)

@@ -239,3 +239,44 @@ def test_the_tie_rejects_steps_the_protocol_does_not_take(bad: str) -> None:
     else:
         after = replace(before, group_state="PreparingRebalance", synced_in_state=True, pending_sync=frozenset())
     assert not accepts(before, after).accepted
+
+
+def test_a_generation_number_is_named_twice_across_a_failover() -> None:
+    """Why the encoding's leader history is per coordinator incarnation (epoch): Kafka stores
+    the group only when the leader's SyncGroup completes a rebalance, so after unload/load the
+    group is back at its last stored generation and hands the next one out again, here with
+    another leader. Per (epoch, generation) there is still one leader."""
+    h = Harness(11, 0)
+    results: dict[str, Any] = {}
+
+    def join(key: str, member: str = "") -> None:
+        h.views.begin_step()
+        h.coord.handle_join_group(GROUP, member, None, False, key, "h", 100, 1000, "consumer",
+                                  [("range", "")], lambda r: results.__setitem__(key, r))
+        h.views.end_step()
+
+    def step(fn: Any) -> None:
+        h.views.begin_step()
+        fn()
+        h.views.end_step()
+
+    join("a")
+    join("b")
+    while "a" not in results:                        # InitialDelayedJoin (maybe extended)
+        step(h.timer.fire_next)
+    a, b = results["a"].member_id, results["b"].member_id
+    assert results["a"].generation_id == 1 and results["a"].leader_id == a
+    step(lambda: h.coord.handle_sync_group(GROUP, 1, a, None, None, None, {a: "x", b: "y"}, lambda r: None))
+    assert h.coord.group(GROUP).state.value == "Stable" and h.store.load_group(GROUP).generation_id == 1
+    join("a2", a)                                    # the leader rejoins: rebalance
+    join("b2", b)                                    # everyone rejoined: generation 2, leader a
+    assert (results["a2"].generation_id, results["a2"].leader_id) == (2, a)
+    step(lambda: h.coord.on_group_unloaded(GROUP))
+    step(lambda: h.coord.on_group_loaded(GROUP))     # back at the stored generation 1
+    assert h.coord.group(GROUP).generation_id == 1
+    step(lambda: h.coord.handle_leave_group(GROUP, [LeaveMemberIdentity(a)], lambda r: None))
+    join("b3", b)                                    # generation 2 again, leader b
+    assert (results["b3"].generation_id, results["b3"].leader_id) == (2, b)
+    assert {(0, 2, a), (1, 2, b)} <= h.views.named
+    assert h.views.believes_leader == {a, b}         # both clients believe they lead "generation 2"
+    assert violated_invariants(h.state()) == []

@@ -110,7 +110,7 @@ def test_timeout_exits_22_and_keeps_partial_output(tmp_path: Path) -> None:
     assert summary["result"] == "timeout" and 2 <= summary["wall_seconds"] < 8
     [line] = error_lines(proc)
     assert "partial output in runs/Forever-" in line
-    assert (tmp_path / summary["run_dir"] / "tlc.out").read_text().count("STARTMSG") > 3
+    assert "@!@!@ENDMSG 2262 @!@!@" in (tmp_path / summary["run_dir"] / "tlc.out").read_text()
 
 
 def test_java_missing_exits_23(tmp_path: Path) -> None:

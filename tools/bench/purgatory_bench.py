@@ -26,6 +26,7 @@ import time
 import tracemalloc
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from kgc.tools.bench.purgatories import PURGATORIES, NullPurgatory
@@ -34,7 +35,7 @@ from kgc.tools.bench.workload import Workload, WorkloadSpec, generate
 
 CHUNK = 256
 FULL_SIZES = (10_000, 100_000, 1_000_000)
-QUICK_SIZES = (1_000, 3_000)
+QUICK_SIZES = (500, 2_000)
 # Seconds a purgatory may spend on one pass; None means no limit.
 DEFAULT_BUDGET_S: dict[str, float | None] = {"sched": 60.0}
 QUICK_BUDGET_S: dict[str, float | None] = {"sched": 20.0}
@@ -356,12 +357,12 @@ def run_purgatory_bench(
         del workload
         gc.collect()
     return {
+        "impl_sources": _impl_sources() if "wheel" in purgatories else {},
         "workloads": workloads,
         "measurements": [
             {**m.row(), "timing_pass": asdict(m.timing),
              "memory_pass": None if m.memory is None else asdict(m.memory)}
             for m in measurements],
-        "rows": [m.row() for m in measurements],
         "ratios": ratios,
         "harness_ns_per_op": harness,
         "agreement": {"ok": True, "checked": [f"{m.purgatory}@{m.target_outstanding}"
@@ -369,9 +370,25 @@ def run_purgatory_bench(
     }
 
 
+def _impl_sources() -> dict[str, str]:
+    """sha256 of the timer and purgatory sources measured: they change while being optimised."""
+    import hashlib
+    import importlib
+
+    out = {}
+    for name in ("kgc.impl.timer", "kgc.impl.purgatory"):
+        path = importlib.import_module(name).__file__
+        out[name] = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16] if path else "?"
+    return out
+
+
 COLUMNS = ["target_outstanding", "purgatory", "ops_per_s", "ns_per_add", "ns_per_complete",
            "ns_per_expire", "peak_mb", "bytes_per_outstanding", "max_outstanding", "gc_share",
            "partial"]
+LABELS = {"target_outstanding": "outstanding", "ops_per_s": "ops/s", "ns_per_add": "ns/add",
+          "ns_per_complete": "ns/complete", "ns_per_expire": "ns/expire", "peak_mb": "peak MiB",
+          "bytes_per_outstanding": "B/outstanding", "max_outstanding": "max outstanding",
+          "gc_share": "gc share"}
 
 
 def purgatory_benchmark(options: BenchOptions) -> BenchResult:
@@ -406,6 +423,8 @@ def purgatory_benchmark(options: BenchOptions) -> BenchResult:
         if r.get("sched_partial"):
             notes.append(f"sched at {size}: stopped by its time budget before the steady state; "
                          "its figures cover the prefix it reached, wheel/sched is a lower bound")
-    summary["ratios"] = data["ratios"]
-    return BenchResult(name="purgatory", ok=True, columns=COLUMNS, rows=data["rows"],
-                       summary=summary, notes=notes, data=data)
+    summary["ratios"] = data.pop("ratios")
+    rows = [{k: v for k, v in m.items() if k not in ("timing_pass", "memory_pass")}
+            for m in data["measurements"]]
+    return BenchResult(name="purgatory", ok=True, columns=COLUMNS, rows=rows, summary=summary,
+                       notes=notes, data=data, labels=LABELS)

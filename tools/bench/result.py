@@ -42,6 +42,7 @@ class BenchResult:
     summary: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     data: dict[str, Any] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)  # short table headers, by column
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
