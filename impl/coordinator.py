@@ -570,7 +570,9 @@ class GroupCoordinator:
             return
         if not group.maybe_elect_new_joined_leader() and group.members:
             # Only static members remain and none rejoined: wait another rebalance timeout
-            # (their session timeouts will remove them).
+            # (their session timeouts will remove them). At least 1 ms: with a 0 ms rebalance
+            # timeout Kafka spins while real time passes; on a virtual clock a 0 ms re-arm
+            # would fire again at the same instant forever.
             self.rebalance_purgatory.try_complete_else_watch(
                 DelayedJoin(self, group, group.rebalance_timeout_ms),
                 [GroupJoinKey(group.group_id)])

@@ -18,6 +18,7 @@ from kgc.tools.exit_codes import ExitCode
 __all__ = ["app", "main"]
 
 SUBCOMMANDS: tuple[str, ...] = (
+    "kgc.tools.cmd_all",
     "kgc.tools.cmd_bench",
     "kgc.tools.cmd_check",
     "kgc.tools.cmd_prove",

@@ -137,7 +137,6 @@ def prove(bugs: frozenset[str] | set[str] | list[str] = frozenset(), timeout_ms:
     for i in invariants:
         s = _solver(quick)
         s.add(init(sig, post0))
-        s.push()
         bad, _ = i.violated(sig, post0)
         s.add(bad)
         report.checks.append(_decide(s, i, None, bugset, timeout_ms, counterexamples, invariants))

@@ -1116,3 +1116,21 @@ def test_join_result_shapes() -> None:
     assert SyncGroupResult(Errors.NONE).member_assignment == ""
     assert Errors.NONE.value == 0 and Errors.MEMBER_ID_REQUIRED.code == 79
     assert Errors.for_code(12345) is Errors.UNKNOWN_SERVER_ERROR
+
+
+def test_static_members_with_zero_rebalance_timeout_do_not_stall_virtual_time(h: H) -> None:
+    """onCompleteJoin's "no member rejoined" branch re-arms a DelayedJoin; with a 0 ms rebalance
+    timeout it must still let the virtual clock move (>= 1 ms) until the static members'
+    sessions remove them."""
+    h.stable_group(2, instances=["i1", "i2"], session=1000)
+    assert h.join(instance="i1", rebalance=0, session=1000).error is Errors.NONE
+    assert h.join(instance="i2", rebalance=0, session=1000).error is Errors.NONE
+    assert h.group().rebalance_timeout_ms == 0
+    assert h.leave(("", "i2")).error is Errors.NONE
+    ran = 0
+    while h.state() != "Empty":
+        assert h.timer.fire_next()
+        ran += 1
+        assert ran < 5000
+    assert h.clock.now_ms() <= JOIN_WAIT + 1000
+    h.assert_clean()

@@ -1,0 +1,184 @@
+"""`kgc all`: the main job -- every stage of the harness on the default model, then a report.
+
+Each stage is another kgc subcommand run as a subprocess with `--json` (or its line protocol):
+the stages stay exactly what a user runs by hand, one failing stage cannot corrupt another's
+state, and the JVM/Spark start-ups each stage needs are its own business. The summary table and
+`report.html` are written to one run folder; the exit code is the worst stage's (0 when all
+passed).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Callable
+
+import typer
+from rich.console import Console
+
+__all__ = ["Stage", "StageResult", "register", "run_all"]
+
+
+@dataclass
+class StageResult:
+    """What one stage did: its verdict, a one-line headline, and its JSON summary (if any)."""
+
+    name: str
+    argv: list[str]
+    exit_code: int
+    seconds: float
+    headline: str
+    summary: dict[str, Any] = field(default_factory=dict)
+    output_tail: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.exit_code == 0
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A stage: how to build its command line and how to read its output into a headline."""
+
+    name: str
+    argv: Callable[[Path], list[str]]
+    headline: Callable[[str, dict[str, Any]], str]
+    json_last_line: bool = True
+
+
+def _last_json(stdout: str) -> dict[str, Any]:
+    for line in reversed(stdout.strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError:
+                return {}
+            return value if isinstance(value, dict) else {}
+    return {}
+
+
+def _scenario_files(root: Path) -> list[str]:
+    return sorted(str(p) for p in (root / "tests" / "scenarios").glob("*.json"))
+
+
+def _replay_headline(stdout: str, _: dict[str, Any]) -> str:
+    lines = [ln for ln in stdout.splitlines() if ln.split(" ", 1)[0] in {"PASS", "FAIL", "ERROR"}]
+    passed = sum(ln.startswith("PASS") for ln in lines)
+    bad = [ln for ln in lines if not ln.startswith("PASS")]
+    return f"{passed}/{len(lines)} scenarios passed" + (f"; first problem: {bad[0]}" if bad else "")
+
+
+def _check_headline(_: str, s: dict[str, Any]) -> str:
+    if not s:
+        return "no summary"
+    text = f"{s.get('result')}: {s.get('distinct_states')} distinct states, depth {s.get('depth')}, "
+    text += f"{s.get('wall_seconds', 0):.1f} s, {s.get('states_per_second', 0):,.0f} states/s"
+    if s.get("violated"):
+        text += f"; violated {s['violated']}"
+    return text
+
+
+def _prove_headline(_: str, s: dict[str, Any]) -> str:
+    if not s:
+        return "no summary"
+    checks = s.get("checks", [])
+    proved = sum(1 for c in checks if c.get("status") == "proved") if checks else None
+    total = len(checks) if checks else None
+    core = f"{proved}/{total} checks proved" if total else ("all proved" if s.get("ok") else "not proved")
+    return f"{core} in {s.get('total_ms', 0):.0f} ms"
+
+
+def _generic_headline(stdout: str, s: dict[str, Any]) -> str:
+    if s.get("headline"):
+        return str(s["headline"])
+    tail = [ln for ln in stdout.strip().splitlines() if ln.strip() and not ln.startswith("{")]
+    return tail[-1][:200] if tail else ""
+
+
+def default_stages(root: Path, model: str, traces: int, seed: int) -> list[Stage]:
+    """The harness in the order data flows: the implementation against the scenario contract,
+    the spec against its properties (TLC), the two against each other, then the proofs."""
+    kgc = [sys.executable, "-m", "kgc.tools.cli"]
+    return [
+        Stage("replay", lambda run: kgc + ["replay", *_scenario_files(root)], _replay_headline, json_last_line=False),
+        Stage("check", lambda run: kgc + ["check", "--model", model, "--json", "--out", str(run / "check")], _check_headline),
+        Stage(
+            "conform",
+            lambda run: kgc + ["simulate-conform", "--model", model, "--traces", str(traces), "--seed", str(seed),
+                               "--out", str(run / "traces"), "--json"],
+            _generic_headline,
+        ),
+        Stage(
+            "validate",
+            lambda run: kgc + ["validate", "--scenarios", str(root / "tests" / "scenarios"), "--json"],
+            _generic_headline,
+        ),
+        Stage("prove", lambda run: kgc + ["prove", "--json"], _prove_headline),
+    ]
+
+
+def run_stage(stage: Stage, run_dir: Path, console: Console) -> StageResult:
+    argv = stage.argv(run_dir)
+    started = time.monotonic()
+    console.print(f"[bold]== {stage.name}[/bold]  [dim]{shlex.join(argv[2:]) if len(argv) < 12 else ' '.join(argv[2:6]) + ' ...'}[/dim]")
+    # stderr is passed through so each stage's own progress display reaches the user live.
+    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=None, text=True)
+    seconds = time.monotonic() - started
+    summary = _last_json(proc.stdout) if stage.json_last_line else {}
+    headline = stage.headline(proc.stdout, summary)
+    tail = "\n".join(proc.stdout.strip().splitlines()[-40:])
+    (run_dir / f"{stage.name}.out").write_text(proc.stdout)
+    return StageResult(stage.name, argv, proc.returncode, seconds, headline, summary, tail)
+
+
+def run_all(root: Path, run_dir: Path, stages: list[Stage], console: Console) -> list[StageResult]:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    results = []
+    for stage in stages:
+        result = run_stage(stage, run_dir, console)
+        mark = "[green]PASS[/green]" if result.passed else f"[red]FAIL (exit {result.exit_code})[/red]"
+        console.print(f"   {mark} {result.headline}  [dim]({result.seconds:.1f} s)[/dim]")
+        results.append(result)
+    (run_dir / "summary.json").write_text(json.dumps([asdict(r) for r in results], indent=2))
+    return results
+
+
+def all_command(
+    model: Annotated[str, typer.Option("--model", "-m", help="TLC model for check and conform.")] = "default",
+    traces: Annotated[int, typer.Option(help="Simulated spec traces to conform.")] = 1000,
+    seed: Annotated[int, typer.Option(help="Seed for the simulated traces.")] = 1,
+    out: Annotated[Path | None, typer.Option(help="Run folder; default runs/all-<time>/.")] = None,
+    only: Annotated[str | None, typer.Option(help="Comma-separated stage names to run.")] = None,
+) -> None:
+    """The main job: replay the scenarios, TLC-check the model, conform spec and implementation
+    both ways, prove the invariants; a summary table and runs/all-*/report.html at the end."""
+    from kgc.tools.report import write_report
+
+    console = Console(stderr=True)
+    root = Path.cwd()
+    run_dir = out or Path("runs") / time.strftime("all-%Y%m%d-%H%M%S")
+    stages = default_stages(root, model, traces, seed)
+    if only:
+        wanted = {s.strip() for s in only.split(",")}
+        unknown = wanted - {s.name for s in stages}
+        if unknown:
+            console.print(f"kgc all: error: unknown stage(s) {sorted(unknown)}; stages: {[s.name for s in stages]}")
+            raise typer.Exit(1)
+        stages = [s for s in stages if s.name in wanted]
+    results = run_all(root, run_dir, stages, console)
+    page = write_report(run_dir, results)
+    failed = [r for r in results if not r.passed]
+    console.print(f"\nreport: {page}")
+    typer.echo(("FAILED: " + ", ".join(r.name for r in failed)) if failed else f"ALL {len(results)} STAGES PASSED")
+    typer.echo(json.dumps({"ok": not failed, "stages": {r.name: r.exit_code for r in results}, "report": str(page)}))
+    raise typer.Exit(max((r.exit_code for r in failed), default=0))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("all")(all_command)
