@@ -574,7 +574,7 @@ class GroupCoordinator:
             # timeout Kafka spins while real time passes; on a virtual clock a 0 ms re-arm
             # would fire again at the same instant forever.
             self.rebalance_purgatory.try_complete_else_watch(
-                DelayedJoin(self, group, group.rebalance_timeout_ms),
+                DelayedJoin(self, group, max(group.rebalance_timeout_ms, 1)),
                 [GroupJoinKey(group.group_id)])
             return
 

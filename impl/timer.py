@@ -443,6 +443,16 @@ class SystemTimer:
                 best = m
         return best
 
+    def live_tasks(self) -> list[TimerTask]:
+        """Live tasks in firing order, (deadline, add order): a read-only snapshot, so that
+        conformance can compare the timer with the spec's ordered `timers`. O(buckets + tasks)."""
+        tasks = self._cur.tasks()
+        for wheel in self._wheels:
+            for bucket in wheel:
+                tasks.extend(bucket.tasks())
+        tasks.sort(key=_ORDER)
+        return tasks
+
     def advance_to(self, target_ms: int) -> int:
         """Run every task due at or before ``target_ms``; afterwards the clock reads it."""
         set_ms = self._require_virtual()

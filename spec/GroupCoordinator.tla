@@ -921,6 +921,17 @@ Spec == Init /\ [][Next]_vars /\ WF_vars(Tick)
 
 StateBound == generation <= MaxGen /\ now <= MaxTime
 
+(* A VIEW for safety models: states that differ only in the absolute time  *)
+(* (deadlines are taken relative to now) or in lastAction are one state.   *)
+(* Everything the spec does depends on deadline - now only, and no         *)
+(* invariant reads lastAction, so checking is unchanged; traces still show *)
+(* real states.  Not for liveness checking.                                *)
+TimeFreeView ==
+    <<[i \in DOMAIN timers |-> [timers[i] EXCEPT !.deadline = @ - now]],
+      loaded, gstate, generation, leader, members, pending, awaitingJoin, awaitingSync,
+      newMembers, pendingSync, plan, newMemberAdded, nextId, store, failovers,
+      cphase, cmember, cgen, cleader, cmembers, cassign, cwait, genLeaders, genMembers>>
+
 ClientSymmetry == Permutations(Clients)
 
 -----------------------------------------------------------------------------

@@ -1,0 +1,432 @@
+"""Spec -> implementation: random behaviours of the spec, replayed on the coordinator.
+
+`simulate` has TLC draw random behaviours of a model (`-simulate file=...,num=N -depth D
+-seed S`, one worker, so a seed always gives the same traces) and writes each as ITF JSON with
+the model's constants in its #meta. `conform` drives the implementation through each trace's
+actions (abstraction.apply_action) and compares the abstract state (abstraction.abstract_state)
+with the spec's after every step; the first difference is the trace's divergence.
+
+Two places where Kafka leaves a choice open and the spec and the implementation each fixed one
+(Kafka iterates a HashMap of member ids): the new leader when the leader goes or did not rejoin
+(the spec allows any candidate, the implementation takes the first in join order), and the
+order of timers created together for several members (the spec creates them in ascending id,
+the implementation in join order). A trace the implementation cannot follow only because of
+such a choice is INCONCLUSIVE, not a divergence: simultaneous timers made in one step are
+compared as a set, and the trace stops when the two fire different ones, or name different
+leaders among the same candidates.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from kgc.conformance.abstraction import (SPEC_VARIABLES, TIMER_STEPS, AbstractionError,
+                                         SpecConstants, StepResult, World, abstract_state,
+                                         apply_action, comparable)
+from kgc.impl.coordinator import GroupCoordinator
+from kgc.tools.itf import read_itf, write_itf
+from kgc.tools.tla_values import TlaValue, format_value, parse_state, sort_key
+from kgc.tools.tlc_result import CheckResult, Outcome, Trace, TraceState
+
+__all__ = [
+    "ConformReport", "Divergence", "SimulationResult", "TraceOutcome", "compare_states",
+    "conform", "conform_trace", "describe_action", "itf_files", "load_trace",
+    "parse_simulation_file", "simulate",
+]
+
+#: Variables that differ, besides `leader`, when only the choice of a new leader differs.
+_LEADER_CHOICE_VARS = frozenset({"leader", "cleader", "cmembers", "genLeaders"})
+
+
+# ----------------------------------------------------------------------------------------------
+# kgc simulate
+# ----------------------------------------------------------------------------------------------
+
+@dataclass
+class SimulationResult:
+    model: str
+    files: list[Path]
+    seed: int
+    depth: int
+    states: int
+    tlc_seconds: float
+    convert_seconds: float
+    run_dir: Path
+    check: CheckResult
+    counterexample: Optional[Path] = None
+
+    @property
+    def ok(self) -> bool:
+        return self.check.outcome in (Outcome.PASSED, None) and self.counterexample is None
+
+
+_STATE_HEADER = re.compile(r"^STATE_(\d+) ==[ \t]*$", re.MULTILINE)
+
+
+def parse_simulation_file(text: str) -> Trace:
+    """One trace file of TLC 2.15's `-simulate file=PREFIX`: `STATE_i ==` blocks of
+    `/\\ var = value` lines. TLC names no actions there; lastAction does."""
+    heads = list(_STATE_HEADER.finditer(text))
+    states: list[TraceState] = []
+    for n, head in enumerate(heads):
+        end = heads[n + 1].start() if n + 1 < len(heads) else len(text)
+        body = text[head.end():end]
+        footer = body.find("\n=====")
+        if footer >= 0:
+            body = body[:footer]
+        values = parse_state(body.strip())
+        la = values.get("lastAction")
+        action = str(la["name"]) if la is not None and "name" in la else "?"
+        states.append(TraceState(int(head.group(1)), action, None, values))
+    return Trace(states=states)
+
+
+def simulate(model: str, traces: int, depth: int, seed: int, out: Path, *,
+             ms_per_unit: int = 1000, timeout: Optional[float] = None,
+             spec_dir: Optional[Path] = None, max_heap: Optional[str] = None) -> SimulationResult:
+    """Draw `traces` random behaviours of `depth` states; write out/trace-NNNNN.itf.json.
+
+    TLC runs in out/tlc/ (kgc.tools.tlc.run_tlc), writing its raw trace files there; they
+    are converted and removed. An invariant the model violates while simulating stops TLC:
+    its trace is written as out/counterexample.itf.json.
+    """
+    from kgc.tools.spec_models import resolve_model
+    from kgc.tools.tlc import TlcJob, run_tlc
+
+    if traces < 1 or depth < 1:
+        raise ValueError("traces and depth must be at least 1")
+    found = resolve_model(model, spec_dir)
+    constants = SpecConstants.from_cfg(found.config, ms_per_unit)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    run_dir = out / "tlc"
+    if run_dir.exists():
+        raise FileExistsError(f"{run_dir} exists: give an empty --out folder")
+    run_dir.mkdir()
+    raw = (run_dir / "traces").resolve()
+    raw.mkdir()
+    job = TlcJob(module=found.module, config=found.config, modules=found.modules, workers=1,
+                 timeout=timeout, max_heap=max_heap,
+                 tlc_options=("-simulate", f"file={raw / 'tr'},num={traces}",
+                              "-depth", str(depth), "-seed", str(seed), "-deadlock"))
+    started = time.monotonic()
+    check = run_tlc(job, run_dir)
+    tlc_seconds = time.monotonic() - started
+
+    started = time.monotonic()
+    meta = {"model": found.name, "constants": constants.to_json(), "seed": seed,
+            "depth": depth}
+    files: list[Path] = []
+    states = 0
+    for n, path in enumerate(_raw_trace_files(raw)):
+        trace = parse_simulation_file(path.read_text(encoding="utf-8"))
+        if not trace.states:
+            continue
+        target = out / f"trace-{n:05d}.itf.json"
+        write_itf(target, trace, source=found.module.name,
+                  description=f"kgc simulate {found.name} seed {seed} trace {n}",
+                  meta={**meta, "trace": n})
+        files.append(target)
+        states += len(trace.states)
+        path.unlink()
+    counterexample = None
+    if check.trace is not None and check.trace.states and check.outcome not in (
+            Outcome.PASSED, None):
+        counterexample = out / "counterexample.itf.json"
+        write_itf(counterexample, check.trace, source=found.module.name,
+                  description=check.error or "",
+                  meta={**meta, "outcome": check.outcome.value, "violated": check.violated})
+    return SimulationResult(found.name, files, seed, depth, states, tlc_seconds,
+                            time.monotonic() - started, run_dir, check, counterexample)
+
+
+def _raw_trace_files(raw: Path) -> list[Path]:
+    """TLC names them PREFIX_<worker>_<n>; in n order, so trace numbers follow TLC's."""
+    def key(p: Path) -> tuple[int, ...]:
+        return tuple(int(x) for x in re.findall(r"\d+", p.name[len("tr"):]))
+    return sorted((p for p in raw.iterdir() if p.name.startswith("tr_")), key=key)
+
+
+# ----------------------------------------------------------------------------------------------
+# kgc conform
+# ----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Divergence:
+    """The first step at which the implementation did not do what the spec did."""
+
+    step: int                 # index of the spec state (0 = Init) that did not match
+    action: str               # the spec step, with its parameters
+    variable: str
+    spec_value: str
+    impl_value: str
+    requests: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        calls = f" [impl: {'; '.join(self.requests)}]" if self.requests else ""
+        return (f"step {self.step} {self.action}: {self.variable}: spec {self.spec_value}, "
+                f"implementation {self.impl_value}{calls}")
+
+
+@dataclass
+class TraceOutcome:
+    file: str
+    steps: int                           # steps performed and matched
+    total: int                           # steps in the trace
+    divergence: Optional[Divergence] = None
+    inconclusive: Optional[str] = None   # why the trace was stopped at a choice point
+    error: Optional[str] = None          # the trace could not be run at all
+
+    @property
+    def verdict(self) -> str:
+        if self.error:
+            return "ERROR"
+        if self.divergence:
+            return "DIVERGED"
+        if self.inconclusive:
+            return "INCONCLUSIVE"
+        return "CONFORMS"
+
+
+@dataclass
+class ConformReport:
+    outcomes: list[TraceOutcome] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def count(self, verdict: str) -> int:
+        return sum(1 for o in self.outcomes if o.verdict == verdict)
+
+    @property
+    def steps(self) -> int:
+        return sum(o.steps for o in self.outcomes)
+
+    @property
+    def steps_per_second(self) -> float:
+        return self.steps / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.count("DIVERGED") == 0 and self.count("ERROR") == 0
+
+    @property
+    def first_divergence(self) -> Optional[TraceOutcome]:
+        return next((o for o in self.outcomes if o.divergence is not None), None)
+
+    def summary(self) -> str:
+        return (f"{len(self.outcomes)} traces: {self.count('CONFORMS')} conform, "
+                f"{self.count('INCONCLUSIVE')} inconclusive, {self.count('DIVERGED')} diverged"
+                + (f", {self.count('ERROR')} errors" if self.count("ERROR") else "")
+                + f"; {self.steps} steps in {self.seconds:.2f} s "
+                  f"({self.steps_per_second:,.0f} steps/s)")
+
+
+def describe_action(la: Mapping[str, Any]) -> str:
+    """`Name(client, member=.., gen=.., flag=..)` with only the parameters that say something."""
+    name = str(la.get("name", "?"))
+    parts = []
+    client = la.get("client")
+    if client is not None and str(client) != "NoClient":
+        parts.append(str(client))
+    for key, none in (("member", 0), ("gen", -1), ("newMember", 0), ("dt", 0)):
+        if key in la and la[key] != none:
+            parts.append(f"{key}={format_value(la[key])}")
+    if la.get("flag"):
+        parts.append("flag=TRUE")
+    if "resp" in la and la["resp"] not in ("NONE",):
+        parts.append(f"resp={la['resp']}")
+    return f"{name}({', '.join(parts)})"
+
+
+def _timer_runs(timers: Sequence[Any]) -> Iterator[tuple[int, int]]:
+    """[start, end) of each maximal run of timers with one deadline."""
+    start = 0
+    for n in range(1, len(timers) + 1):
+        if n == len(timers) or timers[n]["deadline"] != timers[start]["deadline"]:
+            yield start, n
+            start = n
+
+
+def _batch(world: World, ops: Sequence[Any], a: int, b: int) -> bool:
+    """Were ops[a:b] all created in one step (one loop over members)?"""
+    born = {world.born_step(op) for op in ops[a:b]}
+    return len(born) == 1 and None not in born
+
+
+def _timers_match(spec: Sequence[Any], impl: Sequence[Any], ops: Sequence[Any],
+                  world: World) -> Optional[int]:
+    """None if equal up to the order of a batch of simultaneous timers; else the first index
+    (0-based) that differs."""
+    if tuple(spec) == tuple(impl):
+        return None
+    if len(spec) == len(impl):
+        for a, b in _timer_runs(impl):
+            if tuple(spec[a:b]) == tuple(impl[a:b]):
+                continue
+            if (b - a > 1 and _batch(world, ops, a, b)
+                    and sorted(spec[a:b], key=sort_key) == sorted(impl[a:b], key=sort_key)):
+                continue
+            break
+        else:
+            return None
+    for n, (s, i) in enumerate(zip(spec, impl)):
+        if s != i:
+            return n
+    return min(len(spec), len(impl))
+
+
+def _show(value: Any) -> str:
+    return format_value(value) if value is not None else "(none)"
+
+
+def compare_states(spec: Mapping[str, TlaValue], impl: Mapping[str, TlaValue], world: World,
+                   ops: Sequence[Any] = ()) -> list[tuple[str, str, str]]:
+    """(variable, spec value, implementation value) for every variable that differs, in the
+    spec's variable order; spec values are taken through abstraction.comparable()."""
+    spec = comparable(spec)
+    out = []
+    for name in SPEC_VARIABLES:
+        if name not in spec:
+            continue
+        s, i = spec[name], impl.get(name)
+        if name == "timers":
+            n = _timers_match(s, i, ops, world)
+            if n is not None:
+                out.append((f"timers[{n + 1}]",
+                            _show(s[n]) if n < len(s) else f"(none: {len(s)} timers)",
+                            _show(i[n]) if n < len(i) else f"(none: {len(i)} timers)"))
+        elif s != i:
+            out.append((name, _show(s), _show(i)))
+    return out
+
+
+def _leader_choice(spec: Mapping[str, Any], impl: Mapping[str, Any],
+                   diffs: list[tuple[str, str, str]]) -> Optional[str]:
+    """A difference explained by the two picking different new leaders among the members."""
+    names = {d[0] for d in diffs}
+    if "leader" not in names or not names <= _LEADER_CHOICE_VARS:
+        return None
+    members = spec.get("members", frozenset())
+    if spec["leader"] in members and impl["leader"] in members:
+        return (f"new leader: spec chose member {spec['leader']}, implementation member "
+                f"{impl['leader']} (Kafka: HashMap order, unspecified)")
+    return None
+
+
+def load_trace(path: Path, constants: Optional[SpecConstants] = None
+               ) -> tuple[SpecConstants, list[dict[str, TlaValue]], dict[str, Any]]:
+    """An ITF trace with the constants to run it under: given, else its #meta's constants
+    (kgc simulate), else its model's config (kgc check)."""
+    meta, states = read_itf(Path(path))
+    if constants is None:
+        if "constants" in meta:
+            constants = SpecConstants.from_json(meta["constants"])
+        elif "model" in meta:
+            constants = SpecConstants.from_model(meta["model"])
+        else:
+            raise AbstractionError(f"{path}: no constants or model in #meta; give --model")
+    return constants, states, meta
+
+
+def conform_trace(path: Path, coordinator_class: type[GroupCoordinator] = GroupCoordinator,
+                  constants: Optional[SpecConstants] = None) -> TraceOutcome:
+    """Drive the implementation through one trace; stop at the first divergence."""
+    try:
+        k, states, _ = load_trace(path, constants)
+        world = World(k, coordinator_class)
+    except Exception as e:  # noqa: BLE001 - a bad file is reported, not raised
+        return TraceOutcome(str(path), 0, 0, error=f"{type(e).__name__}: {e}")
+    total = len(states) - 1
+    outcome = TraceOutcome(str(path), 0, total)
+    if not states:
+        return outcome
+    try:
+        diffs = compare_states(states[0], abstract_state(world), world,
+                               world.timer.live_tasks())
+        if diffs:
+            outcome.divergence = Divergence(0, "Init", *diffs[0])
+            return outcome
+        for n in range(1, len(states)):
+            spec_before, spec_after = states[n - 1], states[n]
+            la = spec_after["lastAction"]
+            action = describe_action(la)
+            name = str(la["name"])
+            if name in TIMER_STEPS:
+                ops = world.timer.live_tasks()
+                if ops and spec_before["timers"]:
+                    from kgc.conformance.abstraction import timer_record
+                    head = timer_record(world, ops[0])
+                    if head != spec_before["timers"][0]:
+                        outcome.inconclusive = (
+                            f"step {n} {action}: simultaneous timers made together fire in "
+                            f"another order: spec fires {_show(spec_before['timers'][0])}, "
+                            f"implementation {_show(head)} (Kafka: HashMap order)")
+                        return outcome
+            try:
+                res = apply_action(world, la)
+            except AbstractionError:
+                raise
+            except Exception as e:  # noqa: BLE001 - the implementation crashed
+                outcome.divergence = Divergence(n, action, "(exception)", "a next state",
+                                                f"{type(e).__name__}: {e}")
+                return outcome
+            impl = abstract_state(world)
+            diffs = compare_states(spec_after, impl, world, world.timer.live_tasks())
+            diffs += _response_diff(la, res)
+            if diffs:
+                choice = _leader_choice(comparable(spec_after), impl, diffs)
+                if choice is not None:
+                    outcome.inconclusive = f"step {n} {action}: {choice}"
+                    return outcome
+                outcome.divergence = Divergence(n, action, *diffs[0], tuple(res.requests))
+                return outcome
+            outcome.steps = n
+    except AbstractionError as e:
+        outcome.error = f"{type(e).__name__}: {e}"
+    return outcome
+
+
+def _response_diff(la: Mapping[str, Any], res: StepResult) -> list[tuple[str, str, str]]:
+    """The spec's lastAction.resp against the requester's own response: a reply the spec
+    gives at once must come within the step, with that error. (PARKED: the client views
+    already say whether and how it was answered.)"""
+    resp = la.get("resp")
+    if resp is None or resp == "PARKED" or not res.requests or res.action in TIMER_STEPS:
+        return []
+    if res.action in ("AdvanceTime", "GroupUnload", "GroupLoad"):
+        return []
+    if res.response != resp:
+        return [("lastAction.resp", str(resp), res.response or "(no response in the step)")]
+    return []
+
+
+def itf_files(paths: Iterable[Path]) -> list[Path]:
+    """Files as given; folders give their *.itf.json, sorted."""
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            out.extend(sorted(p.glob("*.itf.json")))
+        else:
+            out.append(p)
+    return out
+
+
+def conform(paths: Iterable[Path], coordinator_class: type[GroupCoordinator] = GroupCoordinator,
+            constants: Optional[SpecConstants] = None, stop_at_first: bool = False,
+            on_trace: Optional[Any] = None) -> ConformReport:
+    """Run every trace; `on_trace(outcome)` is called after each (for progress)."""
+    report = ConformReport()
+    started = time.monotonic()
+    for path in itf_files(paths):
+        outcome = conform_trace(path, coordinator_class, constants)
+        report.outcomes.append(outcome)
+        if on_trace is not None:
+            on_trace(outcome)
+        if stop_at_first and outcome.verdict in ("DIVERGED", "ERROR"):
+            break
+    report.seconds = time.monotonic() - started
+    return report

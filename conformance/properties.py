@@ -1,0 +1,438 @@
+"""The spec's safety properties (spec/GroupCoordinator.tla, "Properties") in Python, with the
+spec's names, over a state given as the spec's variables.
+
+Why a second copy: TLC checks them on the spec's own behaviours; these check them on the
+implementation's, after every step of a Hypothesis run or a recorded trace, where TLC is too
+slow to call per step. A state is a mapping from spec variable name to its value in
+kgc.tools.tla_values form (int, str, bool, ModelValue, frozenset, tuple, Record, TlaFunction),
+which is what ITF traces read back as and what conformance.abstraction produces; member ids
+are the spec's integers (NoMember = 0), clients are ModelValues.
+
+Each property returns the list of what is wrong (empty: it holds), so a failure says which
+conjunct broke and for which member or client. A property that needs a variable the state
+does not carry (the abstraction left it unobserved) raises `Unobserved`; `check_state` and
+`check_step` report those as skipped rather than as holding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "ACTION_PROPERTIES", "INVARIANTS", "Constants", "PropertyReport", "Unobserved",
+    "check_state", "check_step",
+    "AssignmentMatchesGenerationMembers", "EmptyIffNoMembers", "GenerationMonotonic",
+    "GroupSizeBounded", "LeaderIsMember", "NoSyncInPreparingRebalance",
+    "OneSessionTimerPerMember", "ParkedRequestAnsweredOnce", "SingleLeaderPerGeneration",
+    "StableRebalanceOnlyByMember", "TimersOrdered", "TypeOK",
+]
+
+State = Mapping[str, Any]
+
+NO_MEMBER = 0
+NO_GEN = -1
+GROUP_STATES = frozenset({"Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"})
+PHASES = frozenset({"Down", "Unjoined", "JoinWait", "Joined", "SyncWait", "Stable"})
+TIMER_KINDS = frozenset({"Heartbeat", "Pending", "Join", "InitialJoin", "Sync"})
+TIMER_DURS = frozenset({"session", "newMember", "none"})
+TIMER_FIELDS = frozenset({"kind", "member", "deadline", "dur", "gen", "delay", "remaining",
+                          "stale", "orphan", "olds", "nma"})
+STORE_FIELDS = frozenset({"exists", "gen", "leader", "members", "plan"})
+
+
+class Unobserved(KeyError):
+    """The state lacks a variable (or a timer field) the property reads."""
+
+
+@dataclass(frozen=True)
+class Constants:
+    """The model constants the properties read. `max_group_size` None is unbounded (the
+    implementation's default); `clients` None means whatever clients the state names."""
+
+    num_ids: int
+    max_group_size: int | None = None
+    max_failovers: int | None = None
+    clients: frozenset[Any] | None = None
+
+
+def _get(s: State, name: str) -> Any:
+    try:
+        return s[name]
+    except KeyError:
+        raise Unobserved(name) from None
+
+
+def _field(rec: Mapping[str, Any], name: str, where: str) -> Any:
+    try:
+        return rec[name]
+    except KeyError:
+        raise Unobserved(f"{where}.{name}") from None
+
+
+def _live(s: State) -> bool:
+    return bool(_get(s, "loaded")) and _get(s, "gstate") != "Dead"
+
+
+def _clients(s: State, k: Constants) -> Iterable[Any]:
+    if k.clients is not None:
+        return k.clients
+    return _get(s, "cphase").keys()
+
+
+def _timers(s: State) -> tuple[Mapping[str, Any], ...]:
+    return tuple(_get(s, "timers"))
+
+
+def _ids(k: Constants) -> range:
+    return range(1, k.num_ids + 1)
+
+
+def _show(x: Any) -> str:
+    if isinstance(x, (set, frozenset)):
+        return "{" + ", ".join(sorted(map(str, x))) + "}"
+    return str(x)
+
+
+# ---------------------------------------------------------------------------------------------
+# State invariants
+# ---------------------------------------------------------------------------------------------
+
+def TypeOK(s: State, k: Constants) -> list[str]:
+    bad: list[str] = []
+    ids = set(_ids(k))
+    ids0 = ids | {NO_MEMBER}
+
+    def need(ok: bool, what: str) -> None:
+        if not ok:
+            bad.append(what)
+
+    def subset(name: str, of: set[int]) -> None:
+        v = _get(s, name)
+        need(isinstance(v, frozenset) and v <= of, f"{name} = {_show(v)} not a subset of {_show(of)}")
+
+    def is_nat(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+    def is_gen(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool) and v >= NO_GEN
+
+    now = _get(s, "now")
+    need(is_nat(now), f"now = {now} not a natural")
+    for n, t in enumerate(_timers(s), start=1):
+        where = f"timers[{n}]"
+        need(_field(t, "kind", where) in TIMER_KINDS, f"{where}.kind = {t['kind']}")
+        need(_field(t, "member", where) in ids0, f"{where}.member = {t['member']}")
+        need(isinstance(_field(t, "deadline", where), int), f"{where}.deadline not an integer")
+        for name, ok in (("dur", lambda v: v in TIMER_DURS), ("gen", is_gen), ("delay", is_nat),
+                         ("remaining", is_nat), ("stale", lambda v: isinstance(v, bool)),
+                         ("orphan", lambda v: isinstance(v, bool)),
+                         ("olds", lambda v: isinstance(v, frozenset) and v <= ids),
+                         ("nma", lambda v: isinstance(v, bool))):
+            if name in t:   # optional: an abstraction may leave bookkeeping fields out
+                need(ok(t[name]), f"{where}.{name} = {_show(t[name])}")
+    need(isinstance(_get(s, "loaded"), bool), "loaded not a boolean")
+    need(_get(s, "gstate") in GROUP_STATES, f"gstate = {s['gstate']}")
+    need(is_nat(_get(s, "generation")), f"generation = {s['generation']} not a natural")
+    need(_get(s, "leader") in ids0, f"leader = {s['leader']}")
+    for name in ("members", "pending", "plan"):
+        subset(name, ids)
+    members = set(_get(s, "members"))
+    for name in ("awaitingJoin", "awaitingSync", "newMembers", "pendingSync"):
+        subset(name, members)
+    common = members & set(_get(s, "pending"))
+    need(not common, f"members and pending share {_show(common)}")
+    need(isinstance(_get(s, "newMemberAdded"), bool), "newMemberAdded not a boolean")
+    next_id = _get(s, "nextId")
+    need(isinstance(next_id, int) and 1 <= next_id <= k.num_ids + 1, f"nextId = {next_id}")
+    if "store" in s:
+        st = s["store"]
+        need(set(st.keys()) == STORE_FIELDS, f"store fields {sorted(st.keys())}")
+        if set(st.keys()) == STORE_FIELDS:
+            need(isinstance(st["exists"], bool) and is_gen(st["gen"]) and st["leader"] in ids0
+                 and st["members"] <= ids and st["plan"] <= ids, f"store = {st}")
+    if "failovers" in s and k.max_failovers is not None:
+        need(0 <= s["failovers"] <= k.max_failovers, f"failovers = {s['failovers']}")
+    for c in _clients(s, k):
+        need(_get(s, "cphase")[c] in PHASES, f"cphase[{c}] = {s['cphase'][c]}")
+        need(_get(s, "cmember")[c] in ids0, f"cmember[{c}] = {s['cmember'][c]}")
+        need(is_gen(_get(s, "cgen")[c]), f"cgen[{c}] = {s['cgen'][c]}")
+        need(isinstance(_get(s, "cleader")[c], bool), f"cleader[{c}] not a boolean")
+        for name in ("cmembers", "cassign"):
+            v = _get(s, name)[c]
+            need(isinstance(v, frozenset) and v <= ids, f"{name}[{c}] = {_show(v)}")
+        need(_get(s, "cwait")[c] in ids0, f"cwait[{c}] = {s['cwait'][c]}")
+    for name in ("genLeaders", "genMembers"):
+        if name in s:
+            subset(name, ids)
+    return bad
+
+
+def TimersOrdered(s: State, k: Constants) -> list[str]:
+    """Timers are ordered and none is overdue."""
+    bad = []
+    ts = _timers(s)
+    now = _get(s, "now")
+    for n in range(len(ts) - 1):
+        if ts[n]["deadline"] > ts[n + 1]["deadline"]:
+            bad.append(f"timers[{n + 1}].deadline {ts[n]['deadline']} > timers[{n + 2}].deadline "
+                       f"{ts[n + 1]['deadline']}")
+    for n, t in enumerate(ts, start=1):
+        if t["deadline"] < now:
+            bad.append(f"timers[{n}] ({t['kind']}) overdue: deadline {t['deadline']} < now {now}")
+    return bad
+
+
+def SingleLeaderPerGeneration(s: State, k: Constants) -> list[str]:
+    """No two members named leader (each in a successful JoinGroup response to itself) for one
+    generation; once formed, a current member's client believes it leads iff it is the leader."""
+    bad = []
+    gl = _get(s, "genLeaders")
+    if len(gl) > 1:
+        bad.append(f"genLeaders = {_show(gl)}: two leaders for generation {s.get('generation')}")
+    if _live(s) and s["gstate"] in ("CompletingRebalance", "Stable"):
+        leader = _get(s, "leader")
+        if not gl <= {leader}:
+            bad.append(f"genLeaders = {_show(gl)} but leader = {leader}")
+        members, gen = _get(s, "members"), _get(s, "generation")
+        for c in _clients(s, k):
+            m = s["cmember"][c]
+            if (s["cphase"][c] in ("Joined", "SyncWait", "Stable") and m in members
+                    and s["cgen"][c] == gen and s["cleader"][c] != (m == leader)):
+                bad.append(f"client {c} (member {m}) believes leader={s['cleader'][c]}, "
+                           f"coordinator's leader is {leader}")
+    return bad
+
+
+def NoSyncInPreparingRebalance(s: State, k: Constants) -> list[str]:
+    """No SyncGroup is parked (accepted) while the group prepares a rebalance."""
+    bad = []
+    if _live(s) and s["gstate"] == "PreparingRebalance":
+        aw = _get(s, "awaitingSync")
+        if aw:
+            bad.append(f"awaitingSync = {_show(aw)} in PreparingRebalance")
+        for c in _clients(s, k):
+            if s["cphase"][c] == "SyncWait":
+                bad.append(f"client {c} waits on a SyncGroup in PreparingRebalance")
+    return bad
+
+
+def LeaderIsMember(s: State, k: Constants) -> list[str]:
+    bad = []
+    if _live(s):
+        leader, members = _get(s, "leader"), _get(s, "members")
+        if (leader == NO_MEMBER) != (not members):
+            bad.append(f"leader = {leader} with members {_show(members)}")
+        if leader != NO_MEMBER and leader not in members:
+            bad.append(f"leader {leader} not in members {_show(members)}")
+    return bad
+
+
+def _live_join_op(s: State) -> bool:
+    return any(t["kind"] in ("Join", "InitialJoin") and not _field(t, "stale", "timer")
+               for t in _timers(s))
+
+
+def EmptyIffNoMembers(s: State, k: Constants) -> list[str]:
+    """Empty exactly when there are no members and no rebalance is under way."""
+    if not _live(s):
+        return []
+    empty = s["gstate"] == "Empty"
+    idle = not _get(s, "members") and not _live_join_op(s)
+    if empty != idle:
+        return [f"gstate = {s['gstate']} with members {_show(s['members'])} and "
+                f"{'a' if _live_join_op(s) else 'no'} live DelayedJoin"]
+    return []
+
+
+def GroupSizeBounded(s: State, k: Constants) -> list[str]:
+    bad = []
+    if k.max_group_size is None or not _live(s):
+        return bad
+    aj = _get(s, "awaitingJoin")
+    if len(aj) > k.max_group_size:
+        bad.append(f"{len(aj)} members awaiting join > MaxGroupSize {k.max_group_size}")
+    if s["gstate"] in ("CompletingRebalance", "Stable") and len(_get(s, "members")) > k.max_group_size:
+        bad.append(f"{len(s['members'])} members in {s['gstate']} > MaxGroupSize {k.max_group_size}")
+    return bad
+
+
+def AssignmentMatchesGenerationMembers(s: State, k: Constants) -> list[str]:
+    """The installed assignment covers exactly the members the generation was formed with, and
+    every current member's client that synced holds it."""
+    bad = []
+    if not (_live(s) and s["gstate"] == "Stable"):
+        return bad
+    plan, gm, members = _get(s, "plan"), _get(s, "genMembers"), _get(s, "members")
+    if plan != gm:
+        bad.append(f"plan {_show(plan)} != genMembers {_show(gm)}")
+    if gm != members:
+        bad.append(f"genMembers {_show(gm)} != members {_show(members)}")
+    gen = _get(s, "generation")
+    for c in _clients(s, k):
+        if (s["cphase"][c] == "Stable" and s["cmember"][c] in members and s["cgen"][c] == gen
+                and s["cassign"][c] != plan):
+            bad.append(f"client {c} holds assignment {_show(s['cassign'][c])}, plan is {_show(plan)}")
+    return bad
+
+
+def ParkedRequestAnsweredOnce(s: State, k: Constants) -> list[str]:
+    """Every client waiting on a parked JoinGroup/SyncGroup has it parked in the live group;
+    no two clients wait on one callback."""
+    bad = []
+    live = _live(s)
+    clients = list(_clients(s, k))
+    for c in clients:
+        ph, w = s["cphase"][c], s["cwait"][c]
+        if ph == "JoinWait" and not (live and w in _get(s, "awaitingJoin")):
+            bad.append(f"client {c} waits on a JoinGroup for member {w} that is not parked")
+        if ph == "SyncWait" and not (live and w in _get(s, "awaitingSync")):
+            bad.append(f"client {c} waits on a SyncGroup for member {w} that is not parked")
+        if (ph in ("JoinWait", "SyncWait")) != (w != NO_MEMBER):
+            bad.append(f"client {c} in {ph} with cwait = {w}")
+    for c in clients:
+        for d in clients:
+            if (c != d and s["cwait"][c] != NO_MEMBER and s["cphase"][c] == s["cphase"][d]
+                    and s["cwait"][c] == s["cwait"][d]):
+                bad.append(f"clients {c} and {d} both wait on member {s['cwait'][c]}")
+    return bad
+
+
+def _live_timers_of(s: State, kind: str, m: int) -> int:
+    return sum(1 for t in _timers(s) if t["kind"] == kind and t["member"] == m
+               and not _field(t, "stale", "timer") and not _field(t, "orphan", "timer"))
+
+
+def OneSessionTimerPerMember(s: State, k: Constants) -> list[str]:
+    """Every member not awaiting a response has exactly one live session timer, none outlives
+    its member; every pending member has exactly one expiration, none outlives it."""
+    bad = []
+    ts = _timers(s)
+    if _live(s):
+        members, pending = _get(s, "members"), _get(s, "pending")
+        waiting = _get(s, "awaitingJoin") | _get(s, "awaitingSync")
+        for m in sorted(members):
+            n = _live_timers_of(s, "Heartbeat", m)
+            if m not in waiting and n != 1:
+                bad.append(f"member {m} (not awaiting a response) has {n} live session timers")
+            elif n > 1:
+                bad.append(f"member {m} has {n} live session timers")
+        for m in sorted(pending):
+            n = _live_timers_of(s, "Pending", m)
+            if n != 1:
+                bad.append(f"pending member {m} has {n} live expirations")
+        for n, t in enumerate(ts, start=1):
+            if t["stale"] or t["orphan"]:
+                continue
+            if t["kind"] == "Heartbeat" and t["member"] not in members:
+                bad.append(f"timers[{n}]: session timer of member {t['member']}, not a member")
+            if t["kind"] == "Pending" and t["member"] not in pending:
+                bad.append(f"timers[{n}]: expiration of {t['member']}, not a pending member")
+    else:
+        for n, t in enumerate(ts, start=1):
+            if not _field(t, "stale", "timer"):
+                bad.append(f"timers[{n}] ({t['kind']}) live while the group is not")
+    return bad
+
+
+# ---------------------------------------------------------------------------------------------
+# Action properties ([][A]_v): checked on a pair of consecutive states
+# ---------------------------------------------------------------------------------------------
+
+def GenerationMonotonic(s: State, t: State, k: Constants) -> list[str]:
+    """Within one group incarnation the generation never decreases."""
+    if _get(s, "loaded") and _get(t, "loaded") and _get(t, "generation") < _get(s, "generation"):
+        return [f"generation went from {s['generation']} to {t['generation']}"]
+    return []
+
+
+def StableRebalanceOnlyByMember(s: State, t: State, k: Constants) -> list[str]:
+    """A Stable group starts a rebalance only because of an event of a current member."""
+    if not (_live(s) and s["gstate"] == "Stable" and _get(t, "gstate") == "PreparingRebalance"):
+        return []
+    la = _get(t, "lastAction")
+    members, members2 = _get(s, "members"), _get(t, "members")
+    if _field(la, "member", "lastAction") in members | members2:
+        return []
+    if la.get("newMember", NO_MEMBER) in members2:
+        return []
+    ps = _get(s, "pendingSync")
+    if la["name"] == "DelayedSyncExpiry" and ps and ps <= members:
+        return []
+    return [f"Stable -> PreparingRebalance by {la['name']} (member {la['member']}), "
+            f"not an event of a member of {_show(members)}"]
+
+
+StateProperty = Callable[[State, Constants], list[str]]
+StepProperty = Callable[[State, State, Constants], list[str]]
+
+#: The spec's invariants, in the order models/small.cfg lists them.
+INVARIANTS: dict[str, StateProperty] = {
+    "TypeOK": TypeOK,
+    "TimersOrdered": TimersOrdered,
+    "SingleLeaderPerGeneration": SingleLeaderPerGeneration,
+    "NoSyncInPreparingRebalance": NoSyncInPreparingRebalance,
+    "LeaderIsMember": LeaderIsMember,
+    "EmptyIffNoMembers": EmptyIffNoMembers,
+    "GroupSizeBounded": GroupSizeBounded,
+    "AssignmentMatchesGenerationMembers": AssignmentMatchesGenerationMembers,
+    "ParkedRequestAnsweredOnce": ParkedRequestAnsweredOnce,
+    "OneSessionTimerPerMember": OneSessionTimerPerMember,
+}
+
+#: The spec's action properties ([][A]_vars), checked on consecutive states.
+ACTION_PROPERTIES: dict[str, StepProperty] = {
+    "GenerationMonotonic": GenerationMonotonic,
+    "StableRebalanceOnlyByMember": StableRebalanceOnlyByMember,
+}
+
+
+@dataclass
+class PropertyReport:
+    """Violations by property name; `skipped` names properties the state could not decide
+    (with the variable missing)."""
+
+    violations: dict[str, list[str]] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def __str__(self) -> str:
+        return "; ".join(f"{name}: {', '.join(what)}" for name, what in self.violations.items())
+
+
+def check_state(s: State, k: Constants, names: Iterable[str] | None = None,
+                report: PropertyReport | None = None) -> PropertyReport:
+    report = report if report is not None else PropertyReport()
+    for name in (names if names is not None else INVARIANTS):
+        if name not in INVARIANTS:
+            continue
+        try:
+            bad = INVARIANTS[name](s, k)
+        except Unobserved as e:
+            report.skipped[name] = str(e)
+            continue
+        if bad:
+            report.violations[name] = bad
+    return report
+
+
+def check_step(s: State, t: State, k: Constants, names: Iterable[str] | None = None,
+               report: PropertyReport | None = None) -> PropertyReport:
+    """The action properties on the step s -> t, and the invariants on t."""
+    report = report if report is not None else PropertyReport()
+    wanted = list(names) if names is not None else None
+    for name, prop in ACTION_PROPERTIES.items():
+        if wanted is not None and name not in wanted:
+            continue
+        try:
+            bad = prop(s, t, k)
+        except Unobserved as e:
+            report.skipped[name] = str(e)
+            continue
+        if bad:
+            report.violations[name] = bad
+    return check_state(t, k, wanted, report)

@@ -1,0 +1,115 @@
+"""A recorded implementation run in the spec's terms, and its file form (ITF JSON).
+
+The recorder writes one; `kgc validate` reads many. A trace carries, besides its states, the
+spec constants it was recorded under (durations in spec units, with the milliseconds per unit)
+because TLC can only check a batch of traces that share them, and per state the
+implementation event it came from, so a failure can be named in the implementation's words.
+
+States hold the spec variables the recorder observed (every state the same set), in
+kgc.tools.tla_values form; `lastAction` is always there, since it names the spec action (and
+its client and flag) each step must be. `timers`, `store` and `lastAction` may be partial
+records (only the fields observed); client variables are functions over the clients used.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kgc.tools.itf import ITF_FORMAT_DESCRIPTION, value_from_itf, value_to_itf
+from kgc.tools.tla_values import ModelValue, TlaValue
+
+__all__ = ["RecordedTrace", "TraceConstants", "read_trace", "write_trace"]
+
+FORMAT = "kgc-recorded-trace/1"
+
+
+@dataclass(frozen=True)
+class TraceConstants:
+    """Spec constants a trace was recorded under. Durations are in spec units
+    (`ms_per_unit` milliseconds each). `max_group_size` None: unbounded (the implementation's
+    default; the spec gets a bound no trace can reach)."""
+
+    session: int
+    rebalance: int
+    initial_delay: int
+    new_member_timeout: int
+    max_group_size: int | None
+    num_ids: int
+    clients: tuple[str, ...]
+    failovers: int = 0
+    ms_per_unit: int = 1
+
+    def batch_key(self) -> tuple[Any, ...]:
+        """Traces with equal keys can share one TLC run (ids, clients and failovers merge)."""
+        return (self.session, self.rebalance, self.initial_delay, self.new_member_timeout,
+                self.max_group_size)
+
+
+@dataclass
+class RecordedTrace:
+    """`states[0]` is the initial state; `origins[k]` says which implementation event state k
+    came from. `stopped` is set when recording ended early because the run did something the
+    spec does not model (the reason, with the event); the states before it are still a trace."""
+
+    name: str
+    constants: TraceConstants
+    states: list[dict[str, TlaValue]]
+    origins: list[str]
+    stopped: str | None = None
+    skipped: list[str] = field(default_factory=list)
+    source: str = ""
+
+    @property
+    def steps(self) -> int:
+        return len(self.states) - 1
+
+
+def write_trace(path: Path, trace: RecordedTrace) -> None:
+    """ITF (Apalache's ADR-015) with kgc's extras under #meta; one state per line."""
+    model_values: set[str] = set()
+    states = []
+    for index, (state, origin) in enumerate(zip(trace.states, trace.origins)):
+        encoded: dict[str, Any] = {"#meta": {"index": index, "origin": origin}}
+        for name, value in state.items():
+            encoded[name] = value_to_itf(value, model_values)
+        states.append(encoded)
+    meta = {
+        "format": "ITF",
+        "format-description": ITF_FORMAT_DESCRIPTION,
+        "kgc": FORMAT,
+        "source": trace.source,
+        "description": trace.name,
+        "constants": asdict(trace.constants),
+        "stopped": trace.stopped,
+        "skipped": trace.skipped,
+        "modelValues": sorted(model_values),
+    }
+    variables = list(trace.states[0]) if trace.states else []
+    head = json.dumps({"#meta": meta, "vars": variables}, ensure_ascii=False)[:-1]
+    body = ",\n".join("  " + json.dumps(s, ensure_ascii=False) for s in states)
+    path.write_text(f'{head}, "states": [\n{body}\n]}}\n', encoding="utf-8")
+
+
+def read_trace(path: Path) -> RecordedTrace:
+    document = json.loads(Path(path).read_text(encoding="utf-8"))
+    meta = document.get("#meta", {})
+    if meta.get("kgc") != FORMAT:
+        raise ValueError(f"{path}: not a kgc recorded trace (#meta.kgc = {meta.get('kgc')!r})")
+    consts = dict(meta["constants"])
+    consts["clients"] = tuple(consts["clients"])
+    model_values = set(meta.get("modelValues", []))
+    states, origins = [], []
+    for raw in document["states"]:
+        origins.append(raw.get("#meta", {}).get("origin", ""))
+        states.append({k: value_from_itf(v, model_values) for k, v in raw.items() if k != "#meta"})
+    return RecordedTrace(name=meta.get("description") or Path(path).stem,
+                         constants=TraceConstants(**consts), states=states, origins=origins,
+                         stopped=meta.get("stopped"), skipped=list(meta.get("skipped", [])),
+                         source=meta.get("source", ""))
+
+
+def client(name: str) -> ModelValue:
+    return ModelValue(name)

@@ -1,0 +1,1 @@
+"""Recorded implementation runs: the trace format (TODO driver below)."""
