@@ -97,7 +97,7 @@ __all__ = [
     "AbstractionError", "ClientView", "GROUP_ID", "IdMap", "NO_GEN", "NO_MEMBER",
     "SPEC_VARIABLES", "SpecConstants", "StepResult", "TIMER_STEPS", "UnknownAction", "World",
     "abstract_state", "apply_action", "comparable", "decode_plan", "encode_plan",
-    "timer_record",
+    "not_enabled", "timer_record",
 ]
 
 GROUP_ID = "g"
@@ -758,6 +758,12 @@ class StepResult:
     fired: Optional[Record] = None      # timer steps: the op that ran, as a spec timer record
     ran: int = 0                        # timer tasks run
     requests: list[str] = field(default_factory=list)   # what was called, for reports
+    last_action: Optional[Record] = None
+    """The spec's lastAction as the implementation step fills it in: client, member and gen
+    as the client view (or the fired timer) had them before the step, newMember the id the
+    step handed out, dt the clock move in units; resp is the requester's response if it came
+    in the step, else "PARKED" (a request parked and answered in one step reads as answered,
+    where the spec says PARKED)."""
 
 
 def _client_name(la: Mapping[str, Any]) -> str:
@@ -866,6 +872,9 @@ def apply_action(world: World, la: Mapping[str, Any]) -> StepResult:
     c = _client_name(la)
     view = world.clients.get(c)
     flag = bool(la.get("flag", False))
+    ids_before = len(world.ids)
+    clock_before = world.clock.now_ms()
+    pre_member, pre_gen = _action_member_gen(world, name, view)
     if name == "Init":
         pass
     elif name == "JoinGroupUnknownMember":
@@ -907,4 +916,80 @@ def apply_action(world: World, la: Mapping[str, Any]) -> StepResult:
     if world.step_response is not None:
         res.response = response_error(world.step_response)
     world.observe()
+    if name in TIMER_STEPS and res.fired is not None:
+        pre_member, pre_gen = res.fired["member"], res.fired["gen"]
+    new_ids = len(world.ids) - ids_before
+    res.last_action = Record({
+        "name": name,
+        "client": ModelValue(c) if view is not None else ModelValue("NoClient"),
+        "member": pre_member,
+        "gen": pre_gen,
+        "flag": flag if name in ("JoinGroupUnknownMember", "JoinGroupKnownMember") else False,
+        "newMember": len(world.ids) if new_ids == 1 else NO_MEMBER,
+        "resp": (res.response if res.response is not None
+                 else "PARKED" if res.requests and name not in _NOT_REQUESTS else "NONE"),
+        "dt": (world.clock.now_ms() - clock_before) // world.k.ms_per_unit,
+    })
     return res
+
+
+_NOT_REQUESTS = TIMER_STEPS | {"AdvanceTime", "GroupUnload", "GroupLoad"}
+
+
+def _action_member_gen(world: World, name: str, view: Optional[ClientView]) -> tuple[int, int]:
+    """The member and gen parameters the spec's LA(...) gives each action."""
+    if view is None:
+        return NO_MEMBER, NO_GEN
+    member = world.ids.spec(view.member)
+    if name in ("SyncGroupLeader", "SyncGroupFollower", "Heartbeat", "ClientRejoin"):
+        return member, view.gen
+    if name == "ClientAbandon":
+        return world.ids.spec(view.wait), NO_GEN
+    if name in ("JoinGroupUnknownMember", "ClientRestart"):
+        return NO_MEMBER, NO_GEN
+    return member, NO_GEN
+
+
+def not_enabled(world: World, la: Mapping[str, Any]) -> Optional[str]:
+    """Why the spec step `la` could not happen in the implementation's current state (the
+    spec's enabling conditions read on the client views and the timer), or None if it can.
+    After a divergence the views may no longer allow what the spec does next."""
+    name = str(la["name"])
+    view = world.clients.get(_client_name(la))
+    group = world.group
+    loaded = world.coordinator.is_coordinator_for(GROUP_ID)
+    if view is not None:
+        phase = view.phase
+        pending = loaded and group is not None and view.member in group.pending_members
+        ok = {
+            "JoinGroupUnknownMember": phase == "Unjoined" and not view.member,
+            "JoinGroupPendingMember": phase == "Unjoined" and bool(view.member) and pending,
+            "JoinGroupKnownMember": phase == "Unjoined" and bool(view.member) and not pending,
+            "SyncGroupLeader": phase == "Joined" and view.leader,
+            "SyncGroupFollower": phase == "Joined" and not view.leader,
+            "Heartbeat": phase in ("Joined", "SyncWait", "Stable"),
+            "LeaveGroup": phase != "Down" and bool(view.member),
+            "ClientCrash": phase != "Down",
+            "ClientRestart": phase == "Down",
+            "ClientAbandon": phase in ("JoinWait", "SyncWait"),
+            "ClientRejoin": phase == "Stable",
+        }.get(name, True)
+        if not ok:
+            who = f"member {view.member!r}" if view.member else "no member id"
+            return f"client {view.name} is {phase} with {who}" + (
+                f", leader={view.leader}" if name.startswith("SyncGroup") else "")
+        return None
+    tasks = world.timer.live_tasks()
+    if name in TIMER_STEPS and not tasks:
+        return "no live timer task"
+    if name == "AdvanceTime":
+        if not tasks:
+            return "no live timer task"
+        dt = int(la.get("dt", 1))
+        if world.clock.now_ms() + world.k.ms(dt) >= tasks[0].deadline_ms():
+            return "the next timer is due before that"
+    if name == "GroupUnload" and not loaded:
+        return "the group is not loaded"
+    if name == "GroupLoad" and loaded:
+        return "the group is loaded"
+    return None

@@ -192,6 +192,8 @@ class DelayedOperationPurgatory:
             v = watchers.get(key)
             if v is None:
                 watchers[key] = op
+            elif type(v) is not list and v._completed:
+                watchers[key] = op      # a purge of this key for free: the one op there is done
             elif type(v) is list:
                 v.append(op)
             else:
@@ -303,16 +305,28 @@ class DelayedOperationPurgatory:
         """Drop completed operations from every watcher list (Kafka's purgeCompleted)."""
         self._estimated = self._delayed
         watchers = self._watchers
-        dead = [key for key, v in watchers.items() if type(v) is not list and v._completed]
-        lists = [key for key, v in watchers.items() if type(v) is list]
-        for key in dead:
-            del watchers[key]
-        purged = len(dead)
-        for key in lists:
-            before = len(watchers[key])
-            self._drop_completed(key)
-            v = watchers.get(key)
-            purged += before - (0 if v is None else len(v) if type(v) is list else 1)
+        dirty = []
+        for key, v in watchers.items():
+            if type(v) is list:
+                for op in v:
+                    if op._completed:
+                        dirty.append(key)
+                        break
+            elif v._completed:
+                dirty.append(key)
+        purged = 0
+        for key in dirty:
+            v = watchers[key]
+            if type(v) is list:
+                live = [op for op in v if not op._completed]
+                purged += len(v) - len(live)
+                if not live:
+                    del watchers[key]
+                else:
+                    watchers[key] = live if len(live) > 1 else live[0]
+            else:
+                purged += 1
+                del watchers[key]
         return purged
 
     def __repr__(self) -> str:

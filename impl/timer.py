@@ -218,7 +218,7 @@ class SystemTimer:
                 b.exp = e
                 heappush(self._queue, (e, b.uid, b))
         else:
-            # an overflow wheel (inlined _add_overflow: most long timeouts land here)
+            # an overflow wheel, created on demand (most long timeouts land here)
             ends = self._ends
             k = 1
             n = len(ends)
@@ -258,28 +258,6 @@ class SystemTimer:
         tail._next = task
         nxt._prev = task
 
-    def _add_overflow(self, task: TimerTask, d: int) -> None:
-        ends = self._ends
-        k = 1
-        while True:
-            if k == len(ends):
-                self._add_level(self._curs[k - 1])
-            if d < ends[k]:
-                break
-            k += 1
-        tk = self._ticks[k]
-        vid = d // tk
-        b = self._wheels[k][vid % self._wsize]
-        tail = b._prev
-        task._prev = tail
-        task._next = b
-        tail._next = task
-        b._prev = task
-        e = vid * tk
-        if b.exp != e:
-            b.exp = e
-            heappush(self._queue, (e, b.uid, b))
-
     # ------------------------------------------------------------------ expiry
 
     def _drain(self, e: int) -> None:
@@ -299,6 +277,9 @@ class SystemTimer:
         w0 = self._w0
         curvid0 = self._curvid0
         end0 = self._end0
+        ends = self._ends
+        ticks = self._ticks
+        wheels = self._wheels
         unsorted = tick != 1
         while queue and queue[0][0] == e:
             b = heappop(queue)[2]
@@ -350,7 +331,21 @@ class SystemTimer:
                     tail._next = t
                     lst._prev = t
                 else:
-                    self._add_overflow(t, d)
+                    k = 1
+                    while d >= ends[k]:
+                        k += 1
+                    tk = ticks[k]
+                    vid = d // tk
+                    lst = wheels[k][vid % wsize]
+                    tail = lst._prev
+                    t._prev = tail
+                    t._next = lst
+                    tail._next = t
+                    lst._prev = t
+                    x = vid * tk
+                    if lst.exp != x:
+                        lst.exp = x
+                        heappush(queue, (x, lst.uid, lst))
                 t = nxt
         if unsorted:
             self._sort_current()

@@ -116,7 +116,11 @@ VARIABLES
     awaitingSync,   \* members with a parked SyncGroup (awaitingSyncCallback)
     newMembers,     \* MemberMetadata.isNew
     pendingSync,    \* GroupMetadata.pendingSyncMembers
-    plan,           \* the installed assignment: the member set the leader assigned over
+    plan,           \* the assignment installed for the current generation, as the
+                    \*   member set the leader assigned over; {} from prepareRebalance
+                    \*   until the leader's SyncGroup (Kafka keeps the old per-member
+                    \*   assignments then, but nothing reads them before they are reset
+                    \*   or overwritten)
     newMemberAdded, \* GroupMetadata.newMemberAdded
     nextId,         \* next member id to hand out
     store,          \* the group as last written to __consumer_offsets (storeGroup)
@@ -131,6 +135,7 @@ VARIABLES
     genLeaders,     \* history: members named leader in a successful JoinGroup
                     \*   response for the current generation (this incarnation)
     genMembers,     \* history: the members the current generation was formed with
+                    \*   ({} while a rebalance is under way)
     lastAction      \* the last step and its parameters
 
 vars == <<now, timers, loaded, gstate, generation, leader, members, pending,
@@ -259,13 +264,17 @@ ResetClient(s, c, ph) ==
               !.cleader[c] = FALSE, !.cmembers[c] = {}, !.cassign[c] = {},
               !.cwait[c] = NoMember]
 
-(* requestRejoin, keeping member id and generation *)
-ClientRejoins(s, c) == [s EXCEPT !.cphase[c] = "Unjoined", !.cwait[c] = NoMember]
+(* requestRejoin: the client keeps its member id and will send JoinGroup. *)
+(* Its generation, leadership and assignment are not read again before    *)
+(* the next JoinGroup response overwrites them (JoinGroup carries no       *)
+(* generation; offset commits are not modelled), so they are dropped here  *)
+(* (the eager protocol revokes the assignment) to keep states canonical.   *)
+ClientRejoins(s, c) ==
+    [s EXCEPT !.cphase[c] = "Unjoined", !.cgen[c] = NoGen, !.cleader[c] = FALSE,
+              !.cmembers[c] = {}, !.cassign[c] = {}, !.cwait[c] = NoMember]
 
 (* ILLEGAL_GENERATION: the generation is reset, the member id kept *)
-ClientLosesGeneration(s, c) ==
-    [s EXCEPT !.cphase[c] = "Unjoined", !.cgen[c] = NoGen, !.cleader[c] = FALSE,
-              !.cwait[c] = NoMember]
+ClientLosesGeneration(s, c) == ClientRejoins(s, c)
 
 JoinResp(err, m, g, l, ms) == [err |-> err, member |-> m, gen |-> g, leader |-> l, members |-> ms]
 JoinErr(err, m) == JoinResp(err, m, NoGen, NoMember, {})
@@ -483,7 +492,7 @@ TryCompleteJoin(s, jl) ==
 PrepareRebalance(s, jl) ==
     LET s1 == IF s.gstate = "CompletingRebalance" THEN ResetAndPropagateAssignmentError(s) ELSE s
         s2 == RemoveSyncExpiration(s1)
-        s3 == [s2 EXCEPT !.gstate = "PreparingRebalance",
+        s3 == [s2 EXCEPT !.gstate = "PreparingRebalance", !.plan = {}, !.genMembers = {},
                          !.generation = IF Bug = "rebalance_rollback" /\ s.gstate = "CompletingRebalance"
                                         THEN @ - 1 ELSE @]
         rt == RebalanceTimeoutOf(s)
@@ -591,17 +600,18 @@ SyncGroupHandler(s, c) ==
     LET m == s.cmember[c]
         g == s.cgen[c]
         P == s.cmembers[c]
+        s0 == [s EXCEPT !.cmembers[c] = {}]    \* the list is used up by this request
         Park(x) == [x EXCEPT !.awaitingSync = @ \cup {m}, !.cphase[c] = "SyncWait",
                              !.cwait[c] = m, !.resp = "PARKED"]
-    IN IF ~s.loaded THEN ReplySync(s, c, "NOT_COORDINATOR")
-       ELSE IF s.gstate = "Dead" \/ m \notin s.members THEN ReplySync(s, c, "UNKNOWN_MEMBER_ID")
-       ELSE IF g # s.generation THEN ReplySync(s, c, "ILLEGAL_GENERATION")
-       ELSE CASE s.gstate = "Empty" -> ReplySync(s, c, "UNKNOWN_MEMBER_ID")
+    IN IF ~s.loaded THEN ReplySync(s0, c, "NOT_COORDINATOR")
+       ELSE IF s.gstate = "Dead" \/ m \notin s.members THEN ReplySync(s0, c, "UNKNOWN_MEMBER_ID")
+       ELSE IF g # s.generation THEN ReplySync(s0, c, "ILLEGAL_GENERATION")
+       ELSE CASE s.gstate = "Empty" -> ReplySync(s0, c, "UNKNOWN_MEMBER_ID")
               [] s.gstate = "PreparingRebalance" ->
-                   IF Bug = "sync_in_preparing_rebalance" THEN Park(s)
-                   ELSE ReplySync(s, c, "REBALANCE_IN_PROGRESS")
+                   IF Bug = "sync_in_preparing_rebalance" THEN Park(s0)
+                   ELSE ReplySync(s0, c, "REBALANCE_IN_PROGRESS")
               [] s.gstate = "CompletingRebalance" ->
-                   LET s1 == RemovePendingSyncMember(Park(s), m) IN
+                   LET s1 == RemovePendingSyncMember(Park(s0), m) IN
                    IF m # s.leader THEN s1
                    ELSE \* storeGroup, then setAndPropagateAssignment and transitionTo(Stable)
                         LET s2 == StoreGroup(s1, [exists |-> TRUE, gen |-> s1.generation,
@@ -610,8 +620,8 @@ SyncGroupHandler(s, c) ==
                             s3 == PropagateAssignment([s2 EXCEPT !.plan = P], s2.members, "NONE")
                         IN [s3 EXCEPT !.gstate = "Stable"]
               [] OTHER -> \* Stable: return the current assignment
-                   LET s1 == IF Bug = "stable_sync_keeps_pending" THEN s
-                             ELSE RemovePendingSyncMember(s, m)
+                   LET s1 == IF Bug = "stable_sync_keeps_pending" THEN s0
+                             ELSE RemovePendingSyncMember(s0, m)
                    IN ScheduleHeartbeat(ReplySync(s1, c, "NONE"), m)
 
 (* handleHeartbeat *)

@@ -180,42 +180,59 @@ def abstract(group: Any, stored: Any, views: ClientViews) -> AbstractState:
 # ------------------------------------------------------------------------------ Z3 side
 
 
-def constrain(sig: Signature, s: State, a: AbstractState, ids: Mapping[str, z3.ExprRef]) -> z3.BoolRef:
-    """`s` takes the values `a` (member ids mapped to the enumerated sort by `ids`)."""
+def concrete_state(sig: Signature, a: AbstractState, ids: Mapping[str, z3.ExprRef]) -> State:
+    """`a` as a State of literal terms (member ids mapped to the enumerated sort by `ids`)."""
     if a.group_state not in GROUP_STATES:
         raise ValueError(f"unknown group state {a.group_state!r}")
 
     def opt(x: Optional[str]) -> z3.ExprRef:
         return sig.no_leader() if x is None else sig.some_leader(ids[x])
 
-    def as_set(arr: z3.ArrayRef, values: Iterable[str]) -> list[z3.BoolRef]:
-        vs = set(values)
-        return [arr[ref] == z3.BoolVal(mid in vs) for mid, ref in ids.items()]
+    def as_set(values: Iterable[str]) -> z3.ArrayRef:
+        arr = z3.K(sig.member, z3.BoolVal(False))
+        for mid in sorted(set(values)):
+            arr = z3.Store(arr, ids[mid], True)
+        return arr
+
+    def as_map(values: Mapping[str, int]) -> z3.ArrayRef:
+        arr = z3.K(sig.member, z3.IntVal(-1))
+        for mid, v in sorted(values.items()):
+            arr = z3.Store(arr, ids[mid], z3.IntVal(v))
+        return arr
 
     e, g = z3.Ints("abs_e abs_g")
     x = sig.member_var("abs_x")
     named = z3.Lambda([e, g, x], z3.Or([z3.And(e == ee, g == gg, x == ids[mm]) for ee, gg, mm in sorted(a.named)]
                                        + [z3.BoolVal(False)]))
-    parts = [
-        s.group_state == sig.st(a.group_state),
-        s.generation == a.generation,
-        s.leader == opt(a.leader),
-        s.owned == z3.BoolVal(a.owned),
-        s.epoch == a.epoch,
-        s.stored == z3.BoolVal(a.stored),
-        s.stored_generation == a.stored_generation,
-        s.stored_leader == opt(a.stored_leader),
-        s.synced_in_state == z3.BoolVal(a.synced_in_state),
-        s.named == named,
-    ]
-    for arr, vals in ((s.members, a.members), (s.pending, a.pending), (s.awaiting_join, a.awaiting_join),
-                      (s.awaiting_sync, a.awaiting_sync), (s.pending_sync, a.pending_sync),
-                      (s.stored_members, a.stored_members), (s.believes_leader, a.believes_leader)):
-        parts += as_set(arr, vals)
-    for mid, ref in ids.items():
-        parts.append(s.known_generation[ref] == a.known_generation.get(mid, -1))
-        parts.append(s.known_epoch[ref] == a.known_epoch.get(mid, -1))
-    return z3.And(parts)
+    return State(
+        group_state=sig.st(a.group_state),
+        generation=z3.IntVal(a.generation),
+        leader=opt(a.leader),
+        members=as_set(a.members),
+        pending=as_set(a.pending),
+        awaiting_join=as_set(a.awaiting_join),
+        awaiting_sync=as_set(a.awaiting_sync),
+        pending_sync=as_set(a.pending_sync),
+        owned=z3.BoolVal(a.owned),
+        epoch=z3.IntVal(a.epoch),
+        stored=z3.BoolVal(a.stored),
+        stored_generation=z3.IntVal(a.stored_generation),
+        stored_leader=opt(a.stored_leader),
+        stored_members=as_set(a.stored_members),
+        known_generation=as_map(a.known_generation),
+        known_epoch=as_map(a.known_epoch),
+        believes_leader=as_set(a.believes_leader),
+        named=named,
+        synced_in_state=z3.BoolVal(a.synced_in_state),
+    )
+
+
+def constrain(sig: Signature, s: State, a: AbstractState, ids: Mapping[str, z3.ExprRef],
+              skip: tuple[str, ...] = ()) -> z3.BoolRef:
+    """`s` takes the values `a` (but the fields in `skip`)."""
+    from kgc.conformance.proofs.model import equal_states
+
+    return equal_states(s, concrete_state(sig, a, ids), sig, skip=skip)
 
 
 @dataclass(frozen=True)
@@ -225,53 +242,85 @@ class StepVerdict:
     ms: float
 
 
-def _action_step(sig: Signature, a: Action, pre: State, post: State, suffix: str, bugs: frozenset[str]) -> z3.BoolRef:
+_SKIP_NAMED = ("named",)
+Delta = tuple[z3.BoolRef, z3.ArithRef, z3.ArithRef, z3.ExprRef]
+
+
+def _action_step(sig: Signature, a: Action, pre: State, post: State, suffix: str, bugs: frozenset[str],
+                 delta: Delta) -> z3.BoolRef:
+    """The action leads from `pre` to `post` (the leader history aside) and names the leader
+    `delta` says (flag false: it names none)."""
     from kgc.conformance.proofs.model import equal_states
 
     guard, after = a.apply(sig, pre, a.args(sig, suffix), bugs)
-    return z3.And(guard, equal_states(after, post, sig))
+    flag, e, g, m = delta
+    if after.named_delta is None:
+        named = z3.Not(flag)
+    else:
+        af, ae, ag, am = after.named_delta
+        named = z3.And(flag == af, z3.Implies(af, z3.And(e == ae, g == ag, m == am)))
+    return z3.And(guard, equal_states(after, post, sig, skip=_SKIP_NAMED), named)
 
 
-_PATHS: dict[tuple, tuple[list[z3.BoolRef], list[State], list[list[z3.BoolRef]]]] = {}
+_PATHS: dict[tuple, tuple[list[z3.BoolRef], list[State], list[list[z3.BoolRef]], list[Delta]]] = {}
 
 
 def _path(sig: Signature, k: int, bugs: frozenset[str], actions: tuple[Action, ...]
-          ) -> tuple[list[z3.BoolRef], list[State], list[list[z3.BoolRef]]]:
-    """The formula "k encoded actions lead from states[0] to states[k]", built once per
-    universe size: building terms in Python costs far more than solving. (A fresh solver per
-    query: an incremental solver skips the preprocessing these queries need.)"""
+          ) -> tuple[list[z3.BoolRef], list[State], list[list[z3.BoolRef]], list[Delta]]:
+    """The formula "k encoded actions lead from states[0] to states[k], naming the leaders
+    deltas[i]", built once per universe size: building terms in Python costs far more than
+    solving. (A fresh solver per query: an incremental one skips preprocessing these need.)"""
     key = (len(sig.member_values), k, bugs, tuple(a.name for a in actions))
     if key not in _PATHS:
         states = [fresh_state(sig, f"_t{i}") for i in range(k + 1)]
         parts: list[z3.BoolRef] = []
-        choice_vars = []
+        choice_vars, deltas = [], []
         for i in range(k):
             picks = [z3.Bool(f"took_{i}_{a.name}") for a in actions]
+            delta = (z3.Bool(f"names_{i}"), z3.Int(f"names_epoch_{i}"), z3.Int(f"names_gen_{i}"),
+                     sig.member_var(f"names_member_{i}"))
             choice_vars.append(picks)
+            deltas.append(delta)
             parts.append(z3.Or(picks))
             for p, a in zip(picks, actions):
-                parts.append(z3.Implies(p, _action_step(sig, a, states[i], states[i + 1], f"_s{i}", bugs)))
-        _PATHS[key] = (parts, states, choice_vars)
+                parts.append(z3.Implies(p, _action_step(sig, a, states[i], states[i + 1], f"_s{i}", bugs, delta)))
+        _PATHS[key] = (parts, states, choice_vars, deltas)
     return _PATHS[key]
+
+
+def _history(deltas: list[Delta], before: AbstractState, after: AbstractState, ids: Mapping[str, z3.ExprRef]) -> z3.BoolRef:
+    """The leaders the chain names are exactly the entries `after` adds to `before`'s history."""
+    def at(d: Delta, t: tuple[int, int, str]) -> z3.BoolRef:
+        return z3.And(d[1] == t[0], d[2] == t[1], d[3] == ids[t[2]])
+
+    parts = [z3.Implies(d[0], z3.Or([at(d, t) for t in sorted(after.named)] + [z3.BoolVal(False)])) for d in deltas]
+    parts += [z3.Or([z3.And(d[0], at(d, t)) for d in deltas]) for t in sorted(after.named - before.named)]
+    return z3.And(parts)
 
 
 def accepts(before: AbstractState, after: AbstractState, bugs: Iterable[str] = (), max_steps: int = 3,
             timeout_ms: int = 10000, actions: tuple[Action, ...] = ACTIONS) -> StepVerdict:
     """Is (before, after) stuttering, one encoded action, or a chain of up to `max_steps`?
-    The chain found is returned by name (first the shortest)."""
+    The chain found is returned by name (first the shortest). The encoding's leader history
+    only grows, one entry per action at most: it is compared entry by entry, so the queries
+    are quantifier-free."""
     import time
 
     bugset = check_bugs(tuple(bugs))
     t0 = time.perf_counter()
     if before == after:
         return StepVerdict(True, (), (time.perf_counter() - t0) * 1000)
+    if not before.named <= after.named:
+        return StepVerdict(False, (), (time.perf_counter() - t0) * 1000)
     sig, ids = _universe(before, after)
     for k in range(1, max_steps + 1):
-        path, states, choice_vars = _path(sig, k, bugset, actions)
+        path, states, choice_vars, deltas = _path(sig, k, bugset, actions)
         solver = z3.Solver()
         solver.set(timeout=timeout_ms)
         solver.add(*path)
-        solver.add(constrain(sig, states[0], before, ids), constrain(sig, states[k], after, ids))
+        solver.add(constrain(sig, states[0], before, ids, skip=_SKIP_NAMED),
+                   constrain(sig, states[k], after, ids, skip=_SKIP_NAMED),
+                   _history(deltas, before, after, ids))
         r = solver.check()
         if r == z3.sat:
             m = solver.model()
@@ -294,10 +343,9 @@ def violated_invariants(state: AbstractState, timeout_ms: int = 10000) -> list[s
     from kgc.conformance.proofs.invariants import INVARIANTS
 
     sig, ids = _universe(state)
-    s = fresh_state(sig, "_chk")
+    s = concrete_state(sig, state, ids)
     solver = z3.Solver()
     solver.set(timeout=timeout_ms)
-    solver.add(constrain(sig, s, state, ids))
     out = []
     for inv in INVARIANTS:
         solver.push()

@@ -22,8 +22,8 @@ coordinator incarnation" -- the strongest form Kafka 3.x actually keeps.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Iterator
+from dataclasses import dataclass, field, fields
+from typing import Iterator, Optional
 
 import z3
 
@@ -187,14 +187,22 @@ class State:
     believes_leader: z3.ArrayRef
     named: z3.ArrayRef
     synced_in_state: z3.BoolRef
+    # Not a state variable: the leader the step into this state named, as (flag, epoch,
+    # generation, member) terms (None: none). An action names at most one leader, so a step
+    # can be checked against concrete histories without comparing Int-indexed arrays (whose
+    # extensionality makes Z3 reason with quantifiers); see abstraction.accepts.
+    named_delta: Optional[tuple[z3.BoolRef, z3.ArithRef, z3.ArithRef, z3.ExprRef]] = field(default=None, compare=False)
 
     def items(self) -> Iterator[tuple[str, z3.ExprRef]]:
-        for f in fields(self):
-            yield f.name, getattr(self, f.name)
+        for name in STATE_FIELDS:
+            yield name, getattr(self, name)
+
+
+STATE_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(State) if f.name != "named_delta")
 
 
 def field_names() -> list[str]:
-    return [f.name for f in fields(State)]
+    return list(STATE_FIELDS)
 
 
 def fresh_state(sig: Signature, suffix: str) -> State:
@@ -257,11 +265,14 @@ def init(sig: Signature, s: State) -> z3.BoolRef:
     )
 
 
-def equal_states(a: State, b: State, sig: Signature | None = None) -> z3.BoolRef:
-    """Field-wise equality. Over an enumerated sort, member-indexed arrays are compared member
-    by member: extensional array equality makes multi-step queries much slower."""
+def equal_states(a: State, b: State, sig: Signature | None = None, skip: tuple[str, ...] = ()) -> z3.BoolRef:
+    """Field-wise equality (but the fields in `skip`). Over an enumerated sort, member-indexed
+    arrays are compared member by member: extensional array equality makes multi-step queries
+    much slower."""
     parts = []
     for (k, va), (_, vb) in zip(a.items(), b.items()):
+        if k in skip:
+            continue
         srt = va.sort()
         if sig is not None and sig.finite and isinstance(srt, z3.ArraySortRef) and srt.domain() == sig.member:
             parts += [va[v] == vb[v] for v in sig.member_values]

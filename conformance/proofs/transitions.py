@@ -127,7 +127,21 @@ def _maybe_prepare_rebalance(sig: Signature, s: State) -> State:
 
 
 def _ite_state(c: z3.BoolRef, a: State, b: State) -> State:
-    return State(**{k: z3.If(c, va, vb) for (k, va), (_, vb) in zip(a.items(), b.items())})
+    merged = State(**{k: z3.If(c, va, vb) for (k, va), (_, vb) in zip(a.items(), b.items())})
+    if a.named_delta is None and b.named_delta is None:
+        return merged
+    da, db = a.named_delta, b.named_delta
+    ref = da if da is not None else db
+    da = da if da is not None else (z3.BoolVal(False),) + tuple(ref[1:])
+    db = db if db is not None else (z3.BoolVal(False),) + tuple(ref[1:])
+    return replace(merged, named_delta=tuple(z3.If(c, x, y) for x, y in zip(da, db)))
+
+
+def _name_leader(s: State, cond: z3.BoolRef, epoch: z3.ArithRef, gen: z3.ArithRef, lid: z3.ExprRef) -> dict:
+    """A JoinGroup response (when `cond`) names `lid` leader of (`epoch`, `gen`)."""
+    e, g, x = z3.Int("nl_e"), z3.Int("nl_g"), z3.Const("nl_x", lid.sort())
+    named = z3.Lambda([e, g, x], z3.Or(s.named[e, g, x], z3.And(cond, e == epoch, g == gen, x == lid)))
+    return {"named": named, "named_delta": (cond, epoch, gen, lid)}
 
 
 def _base_for_join(sig: Signature, s: State) -> State:
@@ -196,11 +210,9 @@ def _respond_join(sig: Signature, s: State, m: z3.ExprRef) -> State:
     """A JoinGroup answered NONE at once with the current generation and leaderOrNull: the
     response names the leader, and member m learns generation and leadership."""
     lid = sig.leader_id(s.leader)
-    e, g, x = z3.Int("nj_e"), z3.Int("nj_g"), sig.member_var("nj_x")
-    named = z3.Lambda([e, g, x], z3.Or(s.named[e, g, x], z3.And(sig.has_leader(s.leader), e == s.epoch, g == s.generation, x == lid)))
     return replace(
         s,
-        named=named,
+        **_name_leader(s, sig.has_leader(s.leader), s.epoch, s.generation, lid),
         known_generation=z3.Store(s.known_generation, m, s.generation),
         known_epoch=z3.Store(s.known_epoch, m, s.epoch),
         believes_leader=z3.Store(s.believes_leader, m, sig.is_leader(s.leader, m)),
@@ -253,8 +265,6 @@ def _on_complete_join(sig: Signature, s: State, a: Args, bugs: frozenset[str]) -
     non_empty = z3.Or(retained, has_next)
     gen = s.generation if "generation-not-bumped" in bugs else s.generation + 1
     lid = sig.leader_id(leader)
-    e, g, x = z3.Int("cj_e"), z3.Int("cj_g"), sig.member_var("cj_x")
-    named = z3.Lambda([e, g, x], z3.Or(s.named[e, g, x], z3.And(non_empty, e == s.epoch, g == gen, x == lid)))
     y = sig.member_var("cj_y")
     post = replace(
         s,
@@ -265,7 +275,7 @@ def _on_complete_join(sig: Signature, s: State, a: Args, bugs: frozenset[str]) -
         awaiting_join=_empty(sig),
         awaiting_sync=_inter(sig, s.awaiting_sync, joined),
         pending_sync=z3.If(non_empty, joined, _empty(sig)),
-        named=named,
+        **_name_leader(s, non_empty, s.epoch, gen, lid),
         known_generation=z3.Lambda([y], z3.If(joined[y], gen, s.known_generation[y])),
         known_epoch=z3.Lambda([y], z3.If(joined[y], s.epoch, s.known_epoch[y])),
         believes_leader=z3.Lambda([y], z3.If(joined[y], leader == sig.some_leader(y), s.believes_leader[y])),

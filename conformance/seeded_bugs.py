@@ -1,0 +1,126 @@
+"""Implementations with one seeded defect each, for testing that conformance catches defects.
+
+Each is a GroupCoordinator subclass overriding one method, so kgc.impl itself carries no bug
+switches. Select one by name: `coordinator_class(name)`, or the KGC_IMPL_BUG environment
+variable (`coordinator_class_from_env()`), which `kgc conform --bug` / `kgc replay-cex --bug`
+and the Hypothesis machine read. Names that match a spec `Bug` value seed the same defect as
+that spec model, as far as the implementation's code allows.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable, Optional
+
+from kgc.impl.coordinator import (UNKNOWN_MEMBER_ID, CompletingRebalance, Dead, Empty,
+                                  GroupCoordinator, JoinGroupResult, PreparingRebalance, Stable)
+from kgc.impl.delayed import GroupJoinKey
+from kgc.impl.errors import Errors
+from kgc.impl.group import GroupMetadata, MemberMetadata
+from kgc.impl.store import StoredGroup
+
+__all__ = ["BUGS", "ENV_VAR", "coordinator_class", "coordinator_class_from_env"]
+
+ENV_VAR = "KGC_IMPL_BUG"
+
+
+class SyncInPreparingRebalance(GroupCoordinator):
+    """A SyncGroup that arrives while the group prepares a rebalance is parked, as if the
+    group were CompletingRebalance, instead of answered REBALANCE_IN_PROGRESS."""
+
+    def _sync_group(self, group_id: str, generation: int, member_id: str,
+                    protocol_type: Optional[str], protocol_name: Optional[str],
+                    group_instance_id: Optional[str], assignment: dict[str, str],
+                    respond: Callable) -> None:
+        group = self._groups.get(group_id)
+        if (group is not None and group.is_(PreparingRebalance)
+                and self._validate_group_status(group_id) is None
+                and self._validate_sync_group(group, generation, member_id, protocol_type,
+                                              protocol_name, group_instance_id) is None):
+            group.get(member_id).awaiting_sync_callback = respond
+            return
+        super()._sync_group(group_id, generation, member_id, protocol_type, protocol_name,
+                            group_instance_id, assignment, respond)
+
+
+class GenerationNotBumped(GroupCoordinator):
+    """Completing a join starts the next generation without incrementing generationId."""
+
+    def on_complete_join(self, group: GroupMetadata) -> None:
+        if not group.is_(Dead):
+            group.generation_id -= 1     # init_next_generation's += 1 brings it back
+        super().on_complete_join(group)
+
+
+class LeaderNotReassigned(GroupCoordinator):
+    """When the leader leaves (LeaveGroup, session or join timeout), leaderId keeps naming it."""
+
+    def _remove_member_and_update_group(self, group: GroupMetadata,
+                                        member: MemberMetadata) -> None:
+        group.maybe_invoke_join_callback(
+            member, JoinGroupResult.error_result(UNKNOWN_MEMBER_ID, Errors.UNKNOWN_MEMBER_ID))
+        leader = group.leader_id
+        group.remove(member.member_id)
+        if leader == member.member_id and group.members:
+            group.leader_id = leader                      # the seeded defect
+        state = group.state
+        if state in (Stable, CompletingRebalance):
+            self._maybe_prepare_rebalance(group)
+        elif state is PreparingRebalance:
+            self.rebalance_purgatory.check_and_complete(GroupJoinKey(group.group_id))
+
+
+class SessionExpiryKeepsMember(GroupCoordinator):
+    """A member whose session timeout expires stays in the group (pending members still go)."""
+
+    def on_expire_heartbeat(self, group: GroupMetadata, member_id: str,
+                            is_pending: bool) -> None:
+        if is_pending:
+            super().on_expire_heartbeat(group, member_id, is_pending)
+
+
+class RebalanceTimeoutKeepsMember(GroupCoordinator):
+    """When the join phase ends, members that did not rejoin are kept in the next generation
+    instead of being removed (onCompleteJoin without its removal loop)."""
+
+    def on_complete_join(self, group: GroupMetadata) -> None:
+        # GroupCoordinator.on_complete_join without its first loop (removing the members
+        # that did not rejoin); the rest as it is.
+        if group.is_(Dead):
+            return
+        group.maybe_elect_new_joined_leader()
+        group.init_next_generation()
+        if group.is_(Empty):
+            self.store.store_group(StoredGroup.of(group, {}), lambda error: None)
+            return
+        for member in group.all_member_metadata():
+            result = self._current_join_result(group, member.member_id,
+                                               with_members=group.is_leader(member.member_id))
+            group.maybe_invoke_join_callback(member, result)
+            self._complete_and_schedule_next_heartbeat_expiration(group, member)
+            member.is_new = False
+            group.add_pending_sync_member(member.member_id)
+        self._schedule_pending_sync(group)
+
+
+#: name -> coordinator class with that one defect ("none": the real one)
+BUGS: dict[str, type[GroupCoordinator]] = {
+    "none": GroupCoordinator,
+    "sync_in_preparing_rebalance": SyncInPreparingRebalance,
+    "generation_not_bumped": GenerationNotBumped,
+    "leader_not_reassigned": LeaderNotReassigned,
+    "session_expiry_keeps_member": SessionExpiryKeepsMember,
+    "rebalance_timeout_keeps_member": RebalanceTimeoutKeepsMember,
+}
+
+
+def coordinator_class(name: Optional[str]) -> type[GroupCoordinator]:
+    """The coordinator with seeded defect `name` (None or "" or "none": the real one)."""
+    key = name or "none"
+    if key not in BUGS:
+        raise KeyError(f"no seeded implementation bug {key!r}; known: {', '.join(sorted(BUGS))}")
+    return BUGS[key]
+
+
+def coordinator_class_from_env() -> type[GroupCoordinator]:
+    return coordinator_class(os.environ.get(ENV_VAR))
