@@ -1,26 +1,35 @@
 """Implementation -> spec: is each recorded implementation run a behaviour of the spec?
 
-TLC checks it (no Python re-implementation of the spec to drift). For a batch of recorded
-traces, `build_module` writes a module that EXTENDS GroupCoordinator and adds two variables:
-`tr` (which trace; chosen in the initial state, so one TLC run checks the whole batch and the
-JVM and SANY start-up are paid once) and `ti` (how far into it). Every step must be the
-recorded action, with its recorded client and flag (`Do`), and must end in a state that agrees
-with what was observed (`MatchNext`). `TraceNotFinished == ti < Len(trace)` is the classic
-completion check (its violation means the whole trace matched); by default completion is read
-instead from a line every new state prints (`TraceProgress`), because TLC 2.15 prints a full
-error trace for every violation under -continue, which costs more than the check itself. The
-printed positions also name, for a trace that stopped, the first step the spec cannot explain.
-A second, small run (`diagnose`) takes that step without the observation and prints what the
-spec would have done, so a report names the variables that differ.
+TLC decides it, so there is no second Python copy of the spec to drift. For a batch of
+recorded traces `build_module` writes a module that EXTENDS GroupCoordinator and adds two
+variables: `tr` (which trace; chosen in the initial state, so one TLC run checks the whole batch
+and JVM and SANY start-up are paid once) and `ti` (how far into it). Every step must be the
+recorded action with its recorded client and flag (`Do`), and must end in a state whose
+observed part is the recorded one. `TraceNotFinished == ti < Len(trace)` is the classic
+completion check (its violation means the whole trace matched); it is defined, and `classic`
+runs use it, but by default completion is read from a line every new state prints
+(`TraceProgress`), because TLC 2.15 prints a full error trace for every violation under
+-continue, which costs more than the check itself (measured: 238 s against 145 s for 1,000
+traces). The printed positions also name, for a trace that got stuck, the first step the spec
+cannot explain; a second, small run (`diagnose`) takes that step without the observation and
+prints what the spec would have done, so a report names the variables that differ.
 
-Module size: SANY is superlinear in the size of one expression, so every recorded state is its
-own definition, and a state after the first lists only the variables that changed (the others
-must stay as they were). A long idle stretch of time is one recorded AdvanceTime step whose
-`now` the spec reaches in as many unit steps as it takes.
+Where the recorded states go. SANY parses at about 1 us per byte of literal data (and
+superlinearly in the size of one expression): 300 traces of 50 states written as TLA+ records
+took 24 s to parse. TLC's own .cfg reader is several times faster for string constants, so each
+recorded state becomes one string in a .cfg set constant `Obs`: TLC's `ToString` of the
+projection `View` of the state (tagged with trace and position), which the step must produce
+(`ToString(<<tr, ti + 1, View'>>) \\in Obs`, a binary search in a normalised set). `View` keeps
+only the observed variables and fields, with strings replaced by small integers (`SC`) and
+clients by their index (`CI`), so no quotes are needed inside the .cfg strings; `view_text`
+writes the same text in Python. Only the action codes (one integer per state) are TLA+ text.
+A long idle stretch of time is one recorded AdvanceTime step (code -(now + 1)) whose `now` the
+spec reaches in as many unit steps as it takes.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -29,6 +38,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -38,36 +48,52 @@ from kgc.tools.tlc import TlcJob, run_tlc
 from kgc.tools.tlc_messages import STATE_PRINT, ToolOutputParser
 from kgc.tools.tlc_result import Outcome
 
-__all__ = ["BatchReport", "StepDiff", "TraceVerdict", "build_module", "diagnose",
-           "validate_files", "validate_traces"]
+__all__ = ["ACTIONS", "BatchReport", "StepDiff", "TraceVerdict", "ValidationError",
+           "action_code", "build_module", "diagnose", "validate_files", "validate_traces",
+           "view_text"]
 
 SPEC_MODULE = "GroupCoordinator"
 
-SPEC_VARIABLES = (
-    "now", "timers", "loaded", "gstate", "generation", "leader", "members", "pending",
-    "awaitingJoin", "awaitingSync", "newMembers", "pendingSync", "plan", "newMemberAdded",
-    "nextId", "store", "failovers", "cphase", "cmember", "cgen", "cleader", "cmembers",
-    "cassign", "cwait", "genLeaders", "genMembers", "lastAction",
-)
-RECORD_VARS = ("lastAction", "store")           # compared field by field (observed fields)
-TIMER_VAR = "timers"                            # a sequence of records, compared likewise
-CLIENT_VARS = ("cphase", "cmember", "cgen", "cleader", "cmembers", "cassign", "cwait")
-LAST_ACTION_FIELDS = ("name", "client", "member", "gen", "flag", "newMember", "resp", "dt")
+# Every spec variable with the type of its value, as TypeOK has them. "str" values are
+# compared through SC, "client" values through CI.
+VAR_TYPES: dict[str, str] = {
+    "now": "int", "timers": "timers", "loaded": "bool", "gstate": "str", "generation": "int",
+    "leader": "int", "members": "set", "pending": "set", "awaitingJoin": "set",
+    "awaitingSync": "set", "newMembers": "set", "pendingSync": "set", "plan": "set",
+    "newMemberAdded": "bool", "nextId": "int", "store": "record", "failovers": "int",
+    "cphase": "clients", "cmember": "clients", "cgen": "clients", "cleader": "clients",
+    "cmembers": "clients", "cassign": "clients", "cwait": "clients", "genLeaders": "set",
+    "genMembers": "set", "lastAction": "record",
+}
+SPEC_VARIABLES = tuple(VAR_TYPES)
+CLIENT_VALUE_TYPES = {"cphase": "str", "cmember": "int", "cgen": "int", "cleader": "bool",
+                      "cmembers": "set", "cassign": "set", "cwait": "int"}
+CLIENT_DEFAULTS = {"cphase": "Unjoined", "cmember": 0, "cgen": -1, "cleader": False,
+                   "cmembers": frozenset(), "cassign": frozenset(), "cwait": 0}
+FIELD_TYPES: dict[str, dict[str, str]] = {
+    "lastAction": {"name": "str", "client": "client", "member": "int", "gen": "int",
+                   "flag": "bool", "newMember": "int", "resp": "str", "dt": "int"},
+    "store": {"exists": "bool", "gen": "int", "leader": "int", "members": "set", "plan": "set"},
+    "timers": {"kind": "str", "member": "int", "deadline": "int", "dur": "str", "gen": "int",
+               "delay": "int", "remaining": "int", "stale": "bool", "orphan": "bool",
+               "olds": "set", "nma": "bool"},
+}
 REQUIRED_ACTION_FIELDS = ("name", "client", "flag")
 
-#: Spec action -> how to call it from a lastAction record `la`.
-ACTION_CALLS: dict[str, str] = {
-    "JoinGroupUnknownMember": "JoinGroupUnknownMember(la.client, la.flag)",
-    "JoinGroupPendingMember": "JoinGroupPendingMember(la.client)",
-    "JoinGroupKnownMember": "JoinGroupKnownMember(la.client, la.flag)",
-    "SyncGroupLeader": "SyncGroupLeader(la.client)",
-    "SyncGroupFollower": "SyncGroupFollower(la.client)",
-    "Heartbeat": "Heartbeat(la.client)",
-    "LeaveGroup": "LeaveGroup(la.client)",
-    "ClientCrash": "ClientCrash(la.client)",
-    "ClientRestart": "ClientRestart(la.client)",
-    "ClientAbandon": "ClientAbandon(la.client)",
-    "ClientRejoin": "ClientRejoin(la.client)",
+#: Spec actions, numbered for the action codes; the call for a code `a` (client index
+#: (a \div 2) % 64, flag a % 2 = 1).
+ACTIONS: dict[str, str] = {
+    "JoinGroupUnknownMember": "JoinGroupUnknownMember(C_(a), F_(a))",
+    "JoinGroupPendingMember": "JoinGroupPendingMember(C_(a))",
+    "JoinGroupKnownMember": "JoinGroupKnownMember(C_(a), F_(a))",
+    "SyncGroupLeader": "SyncGroupLeader(C_(a))",
+    "SyncGroupFollower": "SyncGroupFollower(C_(a))",
+    "Heartbeat": "Heartbeat(C_(a))",
+    "LeaveGroup": "LeaveGroup(C_(a))",
+    "ClientCrash": "ClientCrash(C_(a))",
+    "ClientRestart": "ClientRestart(C_(a))",
+    "ClientAbandon": "ClientAbandon(C_(a))",
+    "ClientRejoin": "ClientRejoin(C_(a))",
     "SessionTimeoutExpiry": "SessionTimeoutExpiry",
     "NewMemberJoinTimeout": "NewMemberJoinTimeout",
     "PendingMemberExpiry": "PendingMemberExpiry",
@@ -79,6 +105,8 @@ ACTION_CALLS: dict[str, str] = {
     "GroupUnload": "GroupUnload",
     "GroupLoad": "GroupLoad",
 }
+_ACTION_INDEX = {name: n for n, name in enumerate(ACTIONS, start=1)}
+MAX_CLIENTS = 63
 
 _PROGRESS = re.compile(r'<<"@kgc", (\d+), (\d+)>>')
 
@@ -101,8 +129,8 @@ class StepDiff:
 
 @dataclass
 class TraceVerdict:
-    """Per trace: matched, or the first step (index into the recorded states; 1 = the first
-    step after the initial state, 0 = the initial state itself) the spec cannot explain."""
+    """Per trace: matched, or the first step the spec cannot explain, as an index into the
+    recorded states (0: the initial state is not the spec's; k: the step into state k)."""
 
     name: str
     steps: int
@@ -125,7 +153,7 @@ class TraceVerdict:
             where += f" [{self.origin}]"
         text = f"FAIL {self.name}: {where}: {self.reason or 'no spec step matches'}"
         if self.diffs:
-            text += "; " + "; ".join(str(d) for d in self.diffs[:6])
+            text += "; " + "; ".join(str(d) for d in self.diffs[:8])
         return text
 
 
@@ -134,6 +162,7 @@ class BatchReport:
     verdicts: list[TraceVerdict]
     seconds: float
     tlc_runs: int
+    states: int = 0
     errors: list[str] = field(default_factory=list)
 
     @property
@@ -146,233 +175,232 @@ class ValidationError(Exception):
 
 
 # ---------------------------------------------------------------------------------------------
-# TLA+ text
+# The observed part of a state, as TLC's ToString prints it
+# ---------------------------------------------------------------------------------------------
+
+@lru_cache(maxsize=4)
+def _string_codes(spec_text: str) -> dict[str, int]:
+    """Every string literal of the spec -> a small integer: no state of the spec holds any
+    other string, and integers need no quoting inside .cfg strings."""
+    literals = sorted(set(re.findall(r'"([^"\\\n]*)"', spec_text)))
+    return {s: n for n, s in enumerate(literals, start=1)}
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """What a batch observes: the variables, and the fields of its record-valued ones."""
+
+    variables: tuple[str, ...]
+    fields: tuple[tuple[str, tuple[str, ...]], ...]
+
+    def fields_of(self, var: str) -> tuple[str, ...]:
+        return dict(self.fields)[var]
+
+
+def _shape_of(trace: RecordedTrace) -> _Shape:
+    if not trace.states:
+        raise ValueError(f"{trace.name}: no states")
+    first = trace.states[0]
+    unknown = set(first) - set(SPEC_VARIABLES)
+    if unknown:
+        raise ValueError(f"{trace.name}: not spec variables: {sorted(unknown)}")
+    variables = tuple(v for v in SPEC_VARIABLES if v in first)
+    fields: dict[str, tuple[str, ...]] = {}
+    for var in ("lastAction", "store"):
+        if var in first:
+            fields[var] = tuple(f for f in FIELD_TYPES[var] if f in first[var])
+    if "timers" in first:
+        seen = {f for s in trace.states for t in s["timers"] for f in t}
+        fields["timers"] = tuple(f for f in FIELD_TYPES["timers"] if f in seen) or ("kind",)
+    for n, s in enumerate(trace.states):
+        if set(s) != set(first):
+            raise ValueError(f"{trace.name}: state {n} observes {sorted(s)}, state 0 {sorted(first)}")
+        for var in ("lastAction", "store"):
+            if var in s and set(s[var]) != set(fields[var]):
+                raise ValueError(f"{trace.name}: state {n}: {var} has fields {sorted(s[var])}")
+        for t in s.get("timers", ()):
+            if set(t) != set(fields["timers"]):
+                raise ValueError(f"{trace.name}: state {n}: a timer has fields {sorted(t)}")
+    if "lastAction" not in fields or not set(REQUIRED_ACTION_FIELDS) <= set(fields["lastAction"]):
+        raise ValueError(f"{trace.name}: lastAction must be observed with {REQUIRED_ACTION_FIELDS}")
+    if "now" not in variables:
+        raise ValueError(f"{trace.name}: now must be observed")
+    return _Shape(variables, tuple(sorted(fields.items())))
+
+
+def _scalar(kind: str, v: Any, codes: dict[str, int], clients: dict[str, int]) -> str:
+    if kind == "int":
+        if isinstance(v, bool) or not isinstance(v, int):
+            return "?"  # never equal to what TLC prints for an integer
+        return str(v)
+    if kind == "bool":
+        return "TRUE" if v is True else "FALSE" if v is False else "?"
+    if kind == "set":
+        return "{" + ", ".join(str(x) for x in sorted(v)) + "}"
+    if kind == "str":
+        return str(codes.get(v, -1))
+    if kind == "client":
+        name = v.name if isinstance(v, ModelValue) else str(v)
+        return str(clients.get(name, -1))
+    raise ValueError(kind)
+
+
+def _tuple(parts: Iterable[str]) -> str:
+    return "<<" + ", ".join(parts) + ">>"
+
+
+def view_text(state: dict[str, Any], shape: _Shape, clients: Sequence[str],
+              codes: dict[str, int]) -> str:
+    """TLC's ToString of `View` in the state the run observed."""
+    index = {c: n for n, c in enumerate(clients, start=1)}
+    index["NoClient"] = 0
+    parts = []
+    for var in shape.variables:
+        kind = VAR_TYPES[var]
+        v = state[var]
+        if kind == "timers":
+            fs = shape.fields_of(var)
+            parts.append(_tuple(_tuple(_scalar(FIELD_TYPES[var][f], t[f], codes, index) for f in fs)
+                                for t in v))
+        elif kind == "record":
+            fs = shape.fields_of(var)
+            parts.append(_tuple(_scalar(FIELD_TYPES[var][f], v[f], codes, index) for f in fs))
+        elif kind == "clients":
+            vk = CLIENT_VALUE_TYPES[var]
+            by_name = {(c.name if isinstance(c, ModelValue) else str(c)): x for c, x in v.items()}
+            parts.append(_tuple(_scalar(vk, by_name.get(c, CLIENT_DEFAULTS[var]), codes, index)
+                                for c in clients))
+        else:
+            parts.append(_scalar(kind, v, codes, index))
+    return _tuple(parts)
+
+
+def action_code(state: dict[str, Any], clients: Sequence[str]) -> int:
+    """The integer that tells the module which action (client, flag) leads into `state`."""
+    la = state["lastAction"]
+    name = la["name"]
+    if name == "Init":
+        return 0
+    if name == "AdvanceTime":
+        return -(state["now"] + 1)
+    if name not in _ACTION_INDEX:
+        raise ValueError(f"not a spec action: {name!r}")
+    client = la["client"]
+    cname = client.name if isinstance(client, ModelValue) else str(client)
+    c = 0 if cname == "NoClient" else clients.index(cname) + 1
+    return _ACTION_INDEX[name] * 128 + c * 2 + (1 if la["flag"] is True else 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# The module and its config
 # ---------------------------------------------------------------------------------------------
 
 def _ident(name: str) -> str:
     return "CL_" + re.sub(r"[^A-Za-z0-9_]", "_", name)
 
 
-class _Writer:
-    """TLA+ text for values; model values become the constants standing for them."""
+def _projection(var: str, shape: _Shape, clients: Sequence[str]) -> str:
+    """TLA+ for the observed part of `var`, shaped as view_text writes it."""
+    kind = VAR_TYPES[var]
 
-    def __init__(self) -> None:
-        self.model_values: dict[str, str] = {}
+    def conv(k: str, expr: str) -> str:
+        return f"SC[{expr}]" if k == "str" else f"CI[{expr}]" if k == "client" else expr
 
-    def value(self, v: Any) -> str:
-        if isinstance(v, bool):
-            return "TRUE" if v else "FALSE"
-        if isinstance(v, int):
-            return str(v)
-        if isinstance(v, str):
-            return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-        if isinstance(v, ModelValue):
-            if v.name == "NoClient":
-                return "NoClient"
-            ident = self.model_values.setdefault(v.name, _ident(v.name))
-            return ident
-        if isinstance(v, frozenset):
-            return "{" + ",".join(self.value(x) for x in sorted(v, key=sort_key)) + "}"
-        if isinstance(v, tuple):
-            return "<<" + ",".join(self.value(x) for x in v) + ">>"
-        if isinstance(v, TlaFunction):
-            keys = list(v)
-            if keys and all(isinstance(k, str) for k in keys):
-                return "[" + ",".join(f"{k}|->{self.value(x)}" for k, x in v.items()) + "]"
-            if not keys:
-                return "<<>>"
-            return "(" + "@@".join(f"{self.value(k)}:>{self.value(x)}" for k, x in v.items()) + ")"
-        raise TypeError(f"not a TLA+ value: {v!r}")
-
-
-@dataclass(frozen=True)
-class _Shape:
-    """What a batch observes: the variables, and the fields of its record variables."""
-
-    variables: tuple[str, ...]
-    fields: dict[str, tuple[str, ...]]   # lastAction / store / timers -> observed fields
-
-
-def _shape_of(trace: RecordedTrace) -> _Shape:
-    first = trace.states[0]
-    variables = tuple(v for v in SPEC_VARIABLES if v in first)
-    unknown = set(first) - set(SPEC_VARIABLES)
-    if unknown:
-        raise ValueError(f"{trace.name}: not spec variables: {sorted(unknown)}")
-    fields: dict[str, tuple[str, ...]] = {}
-    for var in RECORD_VARS:
-        if var in first:
-            fields[var] = tuple(first[var].keys())
-    if TIMER_VAR in first:
-        seen: list[str] = []
-        for s in trace.states:
-            for t in s[TIMER_VAR]:
-                seen.extend(f for f in t.keys() if f not in seen)
-        fields[TIMER_VAR] = tuple(seen) or ("kind",)
-    for n, s in enumerate(trace.states):
-        if set(s) != set(first):
-            raise ValueError(f"{trace.name}: state {n} observes {sorted(s)}, state 0 {sorted(first)}")
-        for var in RECORD_VARS:
-            if var in s and tuple(s[var].keys()) != fields[var] and set(s[var].keys()) != set(fields[var]):
-                raise ValueError(f"{trace.name}: state {n}: {var} has fields {sorted(s[var])}")
-        if TIMER_VAR in s:
-            for t in s[TIMER_VAR]:
-                if set(t.keys()) != set(fields[TIMER_VAR]):
-                    raise ValueError(f"{trace.name}: state {n}: a timer has fields {sorted(t)}")
-    if "lastAction" not in fields or not set(REQUIRED_ACTION_FIELDS) <= set(fields["lastAction"]):
-        raise ValueError(f"{trace.name}: lastAction must be observed with {REQUIRED_ACTION_FIELDS}")
-    if "now" not in variables:
-        raise ValueError(f"{trace.name}: now must be observed")
-    return _Shape(variables, fields)
-
-
-def _record(fields: Sequence[str], expr: str) -> str:
-    return "[" + ", ".join(f"{f} |-> {expr}.{f}" for f in fields) + "]"
-
-
-def _matchers(shape: _Shape) -> list[str]:
-    lines: list[str] = []
-    # projections onto the observed fields
-    for var in RECORD_VARS:
-        if var in shape.fields:
-            lines.append(f"P_{var}(r) == {_record(shape.fields[var], 'r')}")
-    if TIMER_VAR in shape.fields:
-        lines.append(f"P_timers(ts) == [k \\in DOMAIN ts |-> {_record(shape.fields[TIMER_VAR], 'ts[k]')}]")
-
-    def now_eq(var: str, src: str, primed: bool) -> str:
-        p = "'" if primed else ""
-        if var in RECORD_VARS or var == TIMER_VAR:
-            return f"P_{var}({var}{p}) = {src}"
-        if var in CLIENT_VARS:
-            if primed:
-                return f"\\A c_ \\in Clients : {var}'[c_] = IF c_ \\in DOMAIN {src} THEN {src}[c_] ELSE {var}[c_]"
-            return f"\\A c_ \\in DOMAIN {src} : {var}[c_] = {src}[c_]"
-        return f"{var}{p} = {src}"
-
-    def same(var: str) -> str:
-        if var in RECORD_VARS or var == TIMER_VAR:
-            return f"P_{var}({var}') = P_{var}({var})"
-        return f"{var}' = {var}"
-
-    lines.append("MatchInit(o) ==")
-    for var in shape.variables:
-        lines.append(f"    /\\ {now_eq(var, 'o.' + var, False)}")
-    lines.append("MatchNext(o) ==")
-    for var in shape.variables:
-        if var == "lastAction":
-            lines.append(f"    /\\ {now_eq(var, 'o.' + var, True)}")
-        else:
-            lines.append(f"    /\\ IF \"{var}\" \\in DOMAIN o THEN {now_eq(var, 'o.' + var, True)}")
-            lines.append(f"                          ELSE {same(var)}")
-    return lines
-
-
-def _do_operator() -> list[str]:
-    arms = [f'la.name = "{name}" -> {call}' for name, call in ACTION_CALLS.items()]
-    return ["Do(la) ==", "    CASE " + "\n      [] ".join(arms), "      [] OTHER -> FALSE"]
-
-
-def _state_defs(w: _Writer, t: int, trace: RecordedTrace, shape: _Shape) -> tuple[list[str], int]:
-    """One definition per state: the first in full, the others as what changed."""
-    lines = []
-    prev: dict[str, Any] | None = None
-    for k, s in enumerate(trace.states):
-        parts = []
-        for var in shape.variables:
-            v = s[var]
-            if prev is not None and var != "lastAction" and prev[var] == v:
-                continue
-            if prev is not None and var in CLIENT_VARS:
-                changed = {c: x for c, x in v.items() if prev[var].get(c) != x}
-                v = TlaFunction(changed)
-                if not changed:
-                    continue
-            elif var in RECORD_VARS:
-                v = TlaFunction({f: v[f] for f in shape.fields[var]})
-            elif var == TIMER_VAR:
-                v = tuple(TlaFunction({f: x[f] for f in shape.fields[var]}) for x in v)
-            parts.append(f"{var} |-> {w.value(v)}")
-        lines.append(f"S{t}_{k} == [" + ", ".join(parts) + "]")
-        prev = s
-    return lines, len(trace.states)
+    if kind == "timers":
+        fs = shape.fields_of(var)
+        return "PT_(timers)"
+    if kind == "record":
+        fs = shape.fields_of(var)
+        return "<<" + ", ".join(conv(FIELD_TYPES[var][f], f"{var}.{f}") for f in fs) + ">>"
+    if kind == "clients":
+        vk = CLIENT_VALUE_TYPES[var]
+        return "<<" + ", ".join(conv(vk, f"{var}[{_ident(c)}]") for c in clients) + ">>"
+    return conv(kind, var)
 
 
 def merge_constants(traces: Sequence[RecordedTrace]) -> TraceConstants:
     base = traces[0].constants
     clients: list[str] = []
-    for tr in traces:
-        if tr.constants.batch_key() != base.batch_key():
-            raise ValueError(f"{tr.name}: constants differ from {traces[0].name}'s")
-        clients.extend(c for c in tr.constants.clients if c not in clients)
+    for t in traces:
+        if t.constants.batch_key() != base.batch_key():
+            raise ValueError(f"{t.name}: constants differ from {traces[0].name}'s")
+        clients.extend(c for c in t.constants.clients if c not in clients)
+    if len(clients) > MAX_CLIENTS:
+        raise ValueError(f"more than {MAX_CLIENTS} clients in one batch")
     return replace(base, num_ids=max(t.constants.num_ids for t in traces),
                    clients=tuple(clients) or ("c1",),
                    failovers=max(t.constants.failovers for t in traces))
 
 
-def build_module(traces: Sequence[RecordedTrace], module: str, *,
+def build_module(traces: Sequence[RecordedTrace], module: str, spec_text: str, *,
                  stop_at: Sequence[int] | None = None) -> tuple[str, str]:
-    """(module text, config text) checking `traces`. With `stop_at` (one 1-based position per
-    trace), the diagnosis variant: follow each trace to the step before that position, then
-    take the recorded action there without matching what was observed."""
+    """(module text, config text) checking `traces`. With `stop_at` (per trace, the index of
+    the recorded state whose step failed), the diagnosis variant: follow each trace up to that
+    step, then take the recorded action there without requiring the observed state."""
     if not traces:
         raise ValueError("no traces")
     shape = _shape_of(traces[0])
-    for tr in traces[1:]:
-        if _shape_of(tr) != shape:
-            raise ValueError(f"{tr.name} observes other variables than {traces[0].name}")
+    for t in traces[1:]:
+        if _shape_of(t) != shape:
+            raise ValueError(f"{t.name} observes other variables than {traces[0].name}")
     consts = merge_constants(traces)
-    w = _Writer()
-    for c in consts.clients:
-        w.value(ModelValue(c))
-    body: list[str] = []
-    names = []
-    for t, trace in enumerate(traces, start=1):
-        defs, n = _state_defs(w, t, trace, shape)
-        body.extend(defs)
-        body.append(f"T{t} == <<" + ", ".join(f"S{t}_{k}" for k in range(n)) + ">>")
-        names.append(f"T{t}")
-    lines = [f"---- MODULE {module} ----", f"EXTENDS {SPEC_MODULE}"]
-    if w.model_values:
-        lines.append("CONSTANTS " + ", ".join(w.model_values.values()))
-    lines += ["VARIABLES tr, ti", ""]
-    lines += body
-    lines.append("Traces == <<" + ", ".join(names) + ">>")
-    lines += [""] + _matchers(shape) + [""] + _do_operator() + [""]
-    advance = ('"now" \\in DOMAIN o /\\ o.lastAction.name = "AdvanceTime" /\\ now + 1 < o.now')
+    clients = consts.clients
+    codes = _string_codes(spec_text)
+
+    acts: list[str] = []
+    obs: list[str] = []
+    for n, trace in enumerate(traces, start=1):
+        last = len(trace.states) if stop_at is None else stop_at[n - 1] + 1
+        acts.append(f"A{n} == <<" + ",".join(str(action_code(s, clients)) for s in trace.states[:last]) + ">>")
+        for k, s in enumerate(trace.states[:last], start=1):
+            obs.append(f"<<{n}, {k}, {view_text(s, shape, clients, codes)}>>")
+
+    lines = [f"---- MODULE {module} ----", f"EXTENDS {SPEC_MODULE}",
+             "CONSTANTS Obs, " + ", ".join(_ident(c) for c in clients),
+             "VARIABLES tr, ti", ""]
+    lines += acts
+    lines.append("Acts == <<" + ", ".join(f"A{n}" for n in range(1, len(traces) + 1)) + ">>")
+    lines.append("CLs == <<" + ", ".join(_ident(c) for c in clients) + ">>")
+    lines.append("SC == (" + " @@ ".join(f'"{s}" :> {i}' for s, i in codes.items()) + ")")
+    lines.append("CI == (NoClient :> 0 @@ " + " @@ ".join(f"{_ident(c)} :> {i}" for i, c in enumerate(clients, start=1)) + ")")
+    if "timers" in shape.variables:
+        fs = shape.fields_of("timers")
+        conv = {"str": "SC[t.{f}]", "client": "CI[t.{f}]"}
+        items = ", ".join(conv.get(FIELD_TYPES["timers"][f], "t.{f}").format(f=f) for f in fs)
+        lines.append(f"PT1_(t) == <<{items}>>")
+        lines.append("PT_(ts) == IF ts = <<>> THEN <<>> ELSE [k_ \\in 1..Len(ts) |-> PT1_(ts[k_])]")
+    lines.append("View == <<" + ",\n         ".join(_projection(v, shape, clients) for v in shape.variables) + ">>")
+    lines.append("C_(a) == CLs[(a \\div 2) % 64]")
+    lines.append("F_(a) == a % 2 = 1")
+    arms = [f"a \\div 128 = {_ACTION_INDEX[name]} -> {call}" for name, call in ACTIONS.items()]
+    lines.append("Do(a) ==\n    CASE a < 0 -> AdvanceTime\n      [] " + "\n      [] ".join(arms) + "\n      [] OTHER -> FALSE")
+    lines += [
+        "TraceInit == tr \\in 1..Len(Acts) /\\ ti = 1 /\\ Init /\\ ToString(<<tr, 1, View>>) \\in Obs",
+        "Matches(k) == ToString(<<tr, k, View'>>) \\in Obs",
+        "TraceNext ==",
+        "    /\\ ti < Len(Acts[tr])",
+        "    /\\ tr' = tr",
+        "    /\\ LET a == Acts[tr][ti + 1] IN",
+        "         IF a < 0 /\\ now + 1 < -a - 1",
+        "         THEN AdvanceTime /\\ ti' = ti",
+    ]
     if stop_at is None:
-        lines += [
-            "TraceInit == tr \\in 1..Len(Traces) /\\ ti = 1 /\\ Init /\\ MatchInit(Traces[tr][1])",
-            "TraceNext ==",
-            "    /\\ ti < Len(Traces[tr])",
-            "    /\\ tr' = tr",
-            "    /\\ LET o == Traces[tr][ti + 1] IN",
-            f"         IF {advance}",
-            "         THEN AdvanceTime /\\ ti' = ti",
-            "         ELSE Do(o.lastAction) /\\ MatchNext(o) /\\ ti' = ti + 1",
-            "TraceNotFinished == ti < Len(Traces[tr])",
-            'TraceProgress == PrintT(<<"@kgc", tr, ti>>)',
-        ]
+        lines.append("         ELSE Do(a) /\\ ti' = ti + 1 /\\ Matches(ti + 1)")
     else:
-        lines += [
-            "Stop == <<" + ", ".join(str(k) for k in stop_at) + ">>",
-            "TraceInit == tr \\in 1..Len(Traces) /\\ ti = 1 /\\ Init /\\ MatchInit(Traces[tr][1])",
-            "TraceNext ==",
-            "    /\\ ti < Stop[tr]",
-            "    /\\ tr' = tr",
-            "    /\\ LET o == Traces[tr][ti + 1] IN",
-            f"         IF {advance}",
-            "         THEN AdvanceTime /\\ ti' = ti",
-            "         ELSE Do(o.lastAction) /\\ ti' = ti + 1 /\\ (ti + 1 < Stop[tr] => MatchNext(o))",
-            "BeforeStop == ti < Stop[tr] - 1",
-        ]
-    lines.append("=" * 40)
+        lines.append("         ELSE Do(a) /\\ ti' = ti + 1 /\\ (ti + 1 < Len(Acts[tr]) => Matches(ti + 1))")
+    lines += [
+        "TraceNotFinished == ti < Len(Acts[tr])",
+        'TraceProgress == PrintT(<<"@kgc", tr, ti>>)',
+        "BeforeStop == ti < Len(Acts[tr]) - 1",
+        "=" * 40,
+    ]
     module_text = "\n".join(lines) + "\n"
 
     max_group = consts.max_group_size if consts.max_group_size is not None else consts.num_ids + 1
     cfg = ["INIT TraceInit", "NEXT TraceNext", "CONSTANTS",
-           "    Clients = {" + ", ".join(consts.clients) + "}",
+           "    Clients = {" + ", ".join(clients) + "}",
            "    NoClient = NoClient"]
-    cfg += [f"    {ident} = {name}" for name, ident in w.model_values.items()]
+    cfg += [f"    {_ident(c)} = {c}" for c in clients]
     cfg += [
         f"    NumIds = {consts.num_ids}",
         f"    Session = {consts.session}",
@@ -388,7 +416,8 @@ def build_module(traces: Sequence[RecordedTrace], module: str, *,
         "    MaxTime = 0",
         '    Bug = "none"',
     ]
-    cfg.append("INVARIANTS TraceProgress" if stop_at is None else "INVARIANT BeforeStop")
+    cfg.append("INVARIANT TraceProgress" if stop_at is None else "INVARIANT BeforeStop")
+    cfg.append("CONSTANT Obs = {" + ", ".join(f'"{o}"' for o in obs) + "}")
     return module_text, "\n".join(cfg) + "\n"
 
 
@@ -401,23 +430,19 @@ def _spec_file() -> Path:
     return spec_root() / f"{SPEC_MODULE}.tla"
 
 
-def _write_job(run_dir: Path, module: str, text: str, cfg: str, spec: Path) -> TlcJob:
+def _run(traces: Sequence[RecordedTrace], run_dir: Path, spec: Path, *,
+         stop_at: Sequence[int] | None = None, timeout: float | None = None,
+         classic: bool = False) -> tuple[Any, Path]:
+    module = "TraceDiag" if stop_at is not None else "TraceCheck"
+    text, cfg = build_module(traces, module, spec.read_text(encoding="utf-8"), stop_at=stop_at)
+    if classic:
+        cfg = cfg.replace("INVARIANT TraceProgress", "INVARIANTS TraceProgress TraceNotFinished")
     src = run_dir / "src"
     src.mkdir(parents=True)
     tla = src / f"{module}.tla"
     tla.write_text(text, encoding="utf-8")
     cfg_path = src / f"{module}.cfg"
     cfg_path.write_text(cfg, encoding="utf-8")
-    return tla, cfg_path
-
-
-def _run(traces: Sequence[RecordedTrace], run_dir: Path, *, stop_at: Sequence[int] | None,
-         spec: Path, timeout: float | None, classic: bool = False) -> tuple[Any, Path]:
-    module = "TraceDiag" if stop_at is not None else "TraceCheck"
-    text, cfg = build_module(traces, module, stop_at=stop_at)
-    if classic:
-        cfg = cfg.replace("INVARIANTS TraceProgress", "INVARIANTS TraceProgress TraceNotFinished")
-    tla, cfg_path = _write_job(run_dir, module, text, cfg, spec)
     options = ["-deadlock"]
     if stop_at is not None or classic:
         options.append("-continue")
@@ -425,21 +450,20 @@ def _run(traces: Sequence[RecordedTrace], run_dir: Path, *, stop_at: Sequence[in
                  tlc_options=options, display_paths={spec.name: str(spec)})
     tlc_dir = run_dir / "tlc"
     tlc_dir.mkdir()
-    result = run_tlc(job, tlc_dir)
-    return result, tlc_dir / "tlc.out"
+    return run_tlc(job, tlc_dir), tlc_dir / "tlc.out"
 
 
-def _check_result(result: Any, out: Path, expect_violation: bool) -> None:
-    ok = {Outcome.PASSED}
-    if expect_violation:
-        ok |= {Outcome.INVARIANT_VIOLATED}
-    if result.outcome not in ok and result.outcome is not Outcome.NO_INITIAL_STATES:
-        raise ValidationError(f"TLC: {result.outcome.value if result.outcome else 'no verdict'}: "
-                              f"{result.error_line or ''} (output in {out})")
+def _require_verdict(result: Any, out: Path, violations_expected: bool) -> None:
+    fine = {Outcome.PASSED, Outcome.NO_INITIAL_STATES}
+    if violations_expected:
+        fine.add(Outcome.INVARIANT_VIOLATED)
+    if result.outcome not in fine:
+        what = result.outcome.value if result.outcome else "no verdict"
+        raise ValidationError(f"TLC {what}: {result.error_line or ''} (output in {out})")
 
 
 def _progress(out: Path, n: int) -> list[int]:
-    """Per trace (1-based), the furthest position reached (0: not even the initial state)."""
+    """Per trace, the furthest position TLC reached (1-based; 0: not even the initial state)."""
     reached = [0] * (n + 1)
     with open(out, encoding="utf-8", errors="replace") as f:
         for line in f:
@@ -454,21 +478,19 @@ def _progress(out: Path, n: int) -> list[int]:
 
 def _check_batch(traces: Sequence[RecordedTrace], run_dir: Path, spec: Path,
                  timeout: float | None, classic: bool) -> list[TraceVerdict]:
-    result, out = _run(traces, run_dir, stop_at=None, spec=spec, timeout=timeout, classic=classic)
-    _check_result(result, out, expect_violation=classic)
-    reached = _progress(out, len(traces))
+    result, out = _run(traces, run_dir, spec, timeout=timeout, classic=classic)
+    _require_verdict(result, out, violations_expected=classic)
     verdicts = []
-    for trace, r in zip(traces, reached):
+    for trace, reached in zip(traces, _progress(out, len(traces))):
         n = len(trace.states)
-        if r >= n:
+        if reached >= n:
             verdicts.append(TraceVerdict(trace.name, trace.steps, True, stopped=trace.stopped))
-        else:
-            la = trace.states[r]["lastAction"] if r < n else None
-            verdicts.append(TraceVerdict(
-                trace.name, trace.steps, False, failed_step=r, stopped=trace.stopped,
-                action=_action_text(la) if la is not None else None,
-                origin=trace.origins[r] if r < len(trace.origins) else None,
-                reason=("the initial state is not the spec's Init" if r == 0 else None)))
+            continue
+        verdicts.append(TraceVerdict(
+            trace.name, trace.steps, False, failed_step=reached, stopped=trace.stopped,
+            action=_action_text(trace.states[reached]["lastAction"]),
+            origin=trace.origins[reached] if reached < len(trace.origins) else None,
+            reason="the initial state is not the spec's Init" if reached == 0 else None))
     return verdicts
 
 
@@ -476,8 +498,8 @@ def _action_text(la: Any) -> str:
     name = la["name"]
     client = la.get("client")
     if isinstance(client, ModelValue) and client.name != "NoClient":
-        flag = la.get("flag")
-        return f"{name}({client.name}{', ' + str(flag).upper() if name in ('JoinGroupUnknownMember', 'JoinGroupKnownMember') else ''})"
+        flag = f", {str(la.get('flag')).upper()}" if name in ("JoinGroupUnknownMember", "JoinGroupKnownMember") else ""
+        return f"{name}({client.name}{flag})"
     return name
 
 
@@ -499,7 +521,7 @@ def _violation_traces(out: Path) -> list[list[dict[str, Any]]]:
                     current = []
                     traces.append(current)
                 elif event.code == STATE_PRINT and current is not None:
-                    header, _, rest = event.body.strip().partition("\n")
+                    rest = event.body.strip().partition("\n")[2]
                     try:
                         current.append(parse_state(rest))
                     except ValueError:
@@ -508,10 +530,10 @@ def _violation_traces(out: Path) -> list[list[dict[str, Any]]]:
 
 
 def _project(var: str, value: Any, shape: _Shape) -> Any:
-    if var in RECORD_VARS and isinstance(value, TlaFunction):
-        return TlaFunction({f: value[f] for f in shape.fields[var] if f in value})
-    if var == TIMER_VAR:
-        return tuple(TlaFunction({f: t[f] for f in shape.fields[var] if f in t}) for t in value)
+    if var in ("lastAction", "store") and isinstance(value, TlaFunction):
+        return TlaFunction({f: value[f] for f in shape.fields_of(var) if f in value})
+    if var == "timers" and isinstance(value, tuple):
+        return tuple(TlaFunction({f: t[f] for f in shape.fields_of(var) if f in t}) for t in value)
     return value
 
 
@@ -522,12 +544,13 @@ def _diff(spec_state: dict[str, Any], observed: dict[str, Any], shape: _Shape) -
             continue
         sv = _project(var, spec_state[var], shape)
         ov = _project(var, observed[var], shape)
-        if var in CLIENT_VARS:
+        kind = VAR_TYPES[var]
+        if kind == "clients":
             for c, x in ov.items():
                 y = sv.get(c) if isinstance(sv, TlaFunction) else None
                 if x != y:
                     diffs.append(StepDiff(f"{var}[{c}]", y, x))
-        elif var in RECORD_VARS:
+        elif kind == "record":
             for f_, x in ov.items():
                 y = sv.get(f_) if isinstance(sv, TlaFunction) else None
                 if x != y:
@@ -535,6 +558,24 @@ def _diff(spec_state: dict[str, Any], observed: dict[str, Any], shape: _Shape) -
         elif sv != ov:
             diffs.append(StepDiff(var, sv, ov))
     return diffs
+
+
+def _context(before: dict[str, Any], action: str, la: Any) -> list[StepDiff]:
+    """For an action the spec could not take: what decides whether it is enabled, in the
+    spec's state where it was tried (the `spec` side; the run's side is what it did)."""
+    out = []
+    client = la.get("client") if la is not None else None
+    if isinstance(client, ModelValue) and client.name != "NoClient":
+        for var in ("cphase", "cmember", "cgen", "cleader"):
+            if var in before and isinstance(before[var], TlaFunction):
+                out.append(StepDiff(f"{var}[{client.name}] before", before[var].get(client), action))
+    else:
+        head = before.get("timers", ())[:1]
+        out.append(StepDiff("head timer before", head[0] if head else None, action))
+    for var in ("gstate", "members", "pending", "loaded"):
+        if var in before:
+            out.append(StepDiff(f"{var} before", before[var], action))
+    return out
 
 
 def diagnose(traces: Sequence[RecordedTrace], verdicts: Sequence[TraceVerdict], run_dir: Path,
@@ -545,59 +586,50 @@ def diagnose(traces: Sequence[RecordedTrace], verdicts: Sequence[TraceVerdict], 
     if not failing:
         return
     sub = [t for t, _ in failing]
-    stops = [v.failed_step + 1 for _, v in failing]      # 1-based position of the failing state
+    stops = [v.failed_step for _, v in failing]
     shape = _shape_of(sub[0])
-    result, out = _run(sub, run_dir, stop_at=stops, spec=spec, timeout=timeout)
-    _check_result(result, out, expect_violation=True)
+    result, out = _run(sub, run_dir, spec, stop_at=stops, timeout=timeout)
+    _require_verdict(result, out, violations_expected=True)
     by_trace: dict[int, list[list[dict[str, Any]]]] = {}
     for states in _violation_traces(out):
         if states and "tr" in states[-1]:
             by_trace.setdefault(states[-1]["tr"], []).append(states)
     for n, (trace, verdict) in enumerate(failing, start=1):
-        stop = stops[n - 1]
+        stop = stops[n - 1] + 1                 # 1-based position of the failing state
         found = by_trace.get(n, [])
         successors = [s[-1] for s in found if s[-1].get("ti") == stop]
         observed = trace.states[stop - 1]
         if not successors:
-            verdict.reason = (f"the spec cannot take {verdict.action} here "
-                              f"(not enabled in the state the trace reached)")
+            verdict.reason = f"the spec cannot take {verdict.action} here (not enabled)"
             before = [s[-1] for s in found if s[-1].get("ti") == stop - 1]
             if before:
-                verdict.diffs = _context(before[0], observed, verdict.action or "")
+                verdict.diffs = _context(before[0], verdict.action or "", observed.get("lastAction"))
             continue
-        best = min((_diff(s, observed, shape) for s in successors), key=len)
-        verdict.diffs = best
-        verdict.reason = (f"{verdict.action} is possible but ends elsewhere "
-                          f"({len(successors)} spec successor{'s' if len(successors) != 1 else ''})")
-
-
-def _context(before: dict[str, Any], observed: dict[str, Any], action: str) -> list[StepDiff]:
-    """For an action the spec could not take: the spec's state where it was tried, beside what
-    the run observed after it, for the variables that decide whether it is enabled."""
-    keys = ["gstate", "members", "pending", "timers", "cphase", "cmember", "loaded"]
-    out = []
-    for k in keys:
-        if k in before and k in observed:
-            out.append(StepDiff(k + " (spec before / run after)", before[k], observed[k]))
-    return out
+        verdict.diffs = min((_diff(s, observed, shape) for s in successors), key=len)
+        many = f"{len(successors)} spec successors, closest shown" if len(successors) > 1 else "spec successor"
+        verdict.reason = f"the spec takes {verdict.action} but ends elsewhere ({many})"
 
 
 # ---------------------------------------------------------------------------------------------
 # Entry points
 # ---------------------------------------------------------------------------------------------
 
-def _batches(traces: Sequence[RecordedTrace], max_traces: int, max_states: int) -> list[list[int]]:
+def _batches(traces: Sequence[RecordedTrace], jobs: int, max_states: int) -> list[list[int]]:
+    """Traces with equal constants and shape, cut into at least `jobs` pieces (one TLC process
+    per core) of at most `max_states` recorded states."""
     groups: dict[Any, list[int]] = {}
     for n, t in enumerate(traces):
-        key = (t.constants.batch_key(), _shape_of(t))
-        groups.setdefault((key[0], key[1].variables, tuple(sorted(key[1].fields.items()))), []).append(n)
+        groups.setdefault((t.constants.batch_key(), _shape_of(t)), []).append(n)
     out: list[list[int]] = []
     for members in groups.values():
+        total = sum(len(traces[n].states) for n in members)
+        pieces = max(1, min(len(members), max(math.ceil(total / max_states), jobs if total > 2000 else 1)))
+        target = math.ceil(total / pieces)
         chunk: list[int] = []
         states = 0
         for n in members:
             size = len(traces[n].states)
-            if chunk and (len(chunk) >= max_traces or states + size > max_states):
+            if chunk and states + size > target:
                 out.append(chunk)
                 chunk, states = [], 0
             chunk.append(n)
@@ -608,41 +640,37 @@ def _batches(traces: Sequence[RecordedTrace], max_traces: int, max_states: int) 
 
 
 def validate_traces(traces: Sequence[RecordedTrace], *, work_dir: Path | None = None,
-                    jobs: int | None = None, max_traces: int = 1000, max_states: int = 40000,
+                    jobs: int | None = None, max_states: int = 120_000,
                     timeout: float | None = None, explain: bool = True, classic: bool = False,
                     keep: bool = False,
                     on_batch: Callable[[int, int, list[TraceVerdict]], None] | None = None,
                     ) -> BatchReport:
-    """Check every trace; batches of traces with equal constants run in one TLC process each,
-    `jobs` processes at a time (default: one per core)."""
+    """Check every trace with TLC; batches run `jobs` TLC processes at a time (default: one per
+    core). Verdicts come back in the order of `traces`."""
     started = time.monotonic()
     spec = _spec_file()
-    traces = [t for t in traces]
-    empty = [n for n, t in enumerate(traces) if not t.states]
-    if empty:
-        raise ValueError(f"trace {traces[empty[0]].name} has no states")
+    traces = list(traces)
+    for t in traces:
+        _shape_of(t)
     base = Path(work_dir) if work_dir else Path(tempfile.mkdtemp(prefix="kgc-validate-"))
     base.mkdir(parents=True, exist_ok=True)
-    batches = _batches(traces, max_traces, max_states)
+    workers = max(1, jobs or os.cpu_count() or 1)
+    batches = _batches(traces, workers, max_states)
     verdicts: list[TraceVerdict | None] = [None] * len(traces)
     errors: list[str] = []
-    runs = 0
 
     def one(b: int, idx: list[int]) -> tuple[int, list[int], list[TraceVerdict] | str]:
         sub = [traces[n] for n in idx]
-        run_dir = base / f"batch{b}"
         try:
-            vs = _check_batch(sub, run_dir, spec, timeout, classic)
+            vs = _check_batch(sub, base / f"batch{b}", spec, timeout, classic)
             if explain and not all(v.matched for v in vs):
                 diagnose(sub, vs, base / f"batch{b}-diag", spec, timeout)
             return b, idx, vs
         except (ValidationError, ValueError) as e:
             return b, idx, f"batch {b} ({len(idx)} traces, first {sub[0].name}): {e}"
 
-    workers = max(1, jobs or os.cpu_count() or 1)
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for b, idx, res in pool.map(lambda a: one(*a), list(enumerate(batches))):
-            runs += 1
             if isinstance(res, str):
                 errors.append(res)
                 continue
@@ -652,8 +680,8 @@ def validate_traces(traces: Sequence[RecordedTrace], *, work_dir: Path | None = 
                 on_batch(b, len(batches), res)
     if not keep and work_dir is None and not errors:
         shutil.rmtree(base, ignore_errors=True)
-    done = [v for v in verdicts if v is not None]
-    return BatchReport(done, time.monotonic() - started, runs, errors)
+    return BatchReport([v for v in verdicts if v is not None], time.monotonic() - started,
+                       len(batches), sum(len(t.states) for t in traces), errors)
 
 
 def validate_files(paths: Iterable[Path], **options: Any) -> BatchReport:
@@ -667,4 +695,6 @@ def _show(v: Any) -> str:
         return "[" + ", ".join(f"{k}: {_show(x)}" for k, x in v.items()) + "]"
     if isinstance(v, tuple):
         return "<<" + ", ".join(_show(x) for x in v) + ">>"
+    if isinstance(v, bool):
+        return "TRUE" if v else "FALSE"
     return str(v)

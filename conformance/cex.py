@@ -1,0 +1,153 @@
+"""A TLC counterexample replayed on the implementation: does the coordinator do the same?
+
+`replay_counterexample` drives the implementation through the counterexample's actions
+(abstraction.apply_action), and after every step compares the abstract state with the spec's
+(mbt.compare_states) and evaluates the spec's properties on the implementation's state
+(conformance.properties). It keeps going after the first deviation, as long as the next spec
+step can happen in the implementation's state (abstraction.not_enabled), so that the verdict
+says what the implementation does with the same inputs:
+
+    SAME       the implementation violates the property the counterexample violates
+    DIFFERENT  it violates another property, not that one
+    NONE       it violates no property (on a seeded-bug model: the defect is not in the
+               implementation, as far as this input goes)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from kgc.conformance import properties
+from kgc.conformance.abstraction import (SpecConstants, World, abstract_state, apply_action,
+                                         not_enabled)
+from kgc.conformance.mbt import compare_states, describe_action, load_trace
+from kgc.impl.coordinator import GroupCoordinator
+from kgc.tools.tla_values import Record
+
+__all__ = ["CexReport", "CexStep", "replay_counterexample"]
+
+SAME, DIFFERENT, NONE = "SAME", "DIFFERENT", "NONE"
+
+
+@dataclass
+class CexStep:
+    index: int
+    action: str
+    follows: bool
+    skipped: Optional[str] = None                # why the step could not be performed
+    diffs: list[tuple[str, str, str]] = field(default_factory=list)
+    violations: dict[str, list[str]] = field(default_factory=dict)   # on the impl's state
+    requests: list[str] = field(default_factory=list)
+
+    def line(self) -> str:
+        head = f"step {self.index} {self.action}: "
+        if self.skipped:
+            text = head + f"SKIPPED: not possible in the implementation ({self.skipped})"
+        elif self.follows:
+            text = head + "follows"
+        else:
+            var, spec, impl = self.diffs[0]
+            more = f" (+{len(self.diffs) - 1} more: {', '.join(d[0] for d in self.diffs[1:])})" \
+                if len(self.diffs) > 1 else ""
+            text = head + f"DEVIATES: {var}: spec {spec}, implementation {impl}{more}"
+        for name, what in self.violations.items():
+            text += f"\n    implementation violates {name}: {'; '.join(what)}"
+        return text
+
+
+@dataclass
+class CexReport:
+    file: str
+    model: Optional[str]
+    violated: Optional[str]                      # what the spec's counterexample violates
+    implementation: str
+    steps: list[CexStep] = field(default_factory=list)
+
+    @property
+    def first_deviation(self) -> Optional[CexStep]:
+        return next((s for s in self.steps if not s.follows), None)
+
+    @property
+    def follows(self) -> bool:
+        return self.first_deviation is None
+
+    def first_violation(self, name: Optional[str] = None) -> Optional[CexStep]:
+        return next((s for s in self.steps if s.violations and (name is None or name in s.violations)),
+                    None)
+
+    @property
+    def verdict(self) -> str:
+        if self.violated is not None and self.first_violation(self.violated) is not None:
+            return SAME
+        if self.first_violation() is not None:
+            return DIFFERENT
+        return NONE
+
+    def conclusion(self) -> str:
+        dev = self.first_deviation
+        follow = ("the implementation follows the counterexample to its end" if dev is None
+                  else f"the implementation does not follow the counterexample (first deviation "
+                       f"at step {dev.index} {dev.action})")
+        target = self.violated or "(no property named)"
+        verdict = self.verdict
+        if verdict == SAME:
+            at = self.first_violation(self.violated)
+            shows = f"it shows the same violation, {target}, at step {at.index}"
+        elif verdict == DIFFERENT:
+            at = self.first_violation()
+            shows = (f"it does not violate {target} but violates "
+                     f"{', '.join(at.violations)} at step {at.index}")
+        else:
+            shows = f"it shows no violation of {target} (nor of any other property)"
+        return f"{follow}; {shows}: {verdict}"
+
+
+def replay_counterexample(path: Path,
+                          coordinator_class: type[GroupCoordinator] = GroupCoordinator,
+                          constants: Optional[SpecConstants] = None) -> CexReport:
+    k, states, meta = load_trace(Path(path), constants)
+    report = CexReport(str(path), meta.get("model"), meta.get("violated"),
+                       coordinator_class.__name__)
+    world = World(k, coordinator_class)
+    pk = k.properties_constants()
+    impl = abstract_state(world)
+    impl["lastAction"] = states[0].get("lastAction", Record({"name": "Init"}))
+    first = CexStep(0, "Init", True)
+    first.diffs = compare_states(states[0], impl, world, world.timer.live_tasks())
+    first.follows = not first.diffs
+    first.violations = properties.check_state(impl, pk).violations
+    report.steps.append(first)
+    for n in range(1, len(states)):
+        la = states[n]["lastAction"]
+        step = CexStep(n, describe_action(la), False)
+        report.steps.append(step)
+        reason = not_enabled(world, la)
+        if reason is not None:
+            step.skipped = reason
+            step.diffs = [("(step)", "taken", "not possible")]
+            continue
+        before = impl
+        try:
+            res = apply_action(world, la)
+        except Exception as e:  # noqa: BLE001 - the implementation crashed on this input
+            step.diffs = [("(exception)", "a next state", f"{type(e).__name__}: {e}")]
+            break
+        step.requests = res.requests
+        impl = abstract_state(world)
+        impl["lastAction"] = res.last_action
+        step.diffs = compare_states(states[n], impl, world, world.timer.live_tasks())
+        step.follows = not step.diffs
+        step.violations = properties.check_step(before, impl, pk).violations
+    return report
+
+
+def spec_violations(path: Path, constants: Optional[SpecConstants] = None) -> dict[str, Any]:
+    """The properties the counterexample's own last state (or last step) violates, evaluated
+    with conformance.properties: a cross-check that the Python properties agree with TLC."""
+    k, states, _ = load_trace(Path(path), constants)
+    pk = k.properties_constants()
+    if len(states) >= 2:
+        return properties.check_step(states[-2], states[-1], pk).violations
+    return properties.check_state(states[-1], pk).violations
