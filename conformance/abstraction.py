@@ -51,11 +51,11 @@ operations):
     awaitingSync    members with is_awaiting_sync
     newMembers      members with is_new
     pendingSync     ids of G.pending_sync_members
-    plan            the member set the installed assignment covers: the union of the plans
-                    decoded from current members' assignments (a leader's SyncGroup gives
-                    every listed member "plan:<id>,<id>..."); {} if none has one.  A plan
-                    none of whose members is left is not visible in Kafka's per-member
-                    assignments: compare through `comparable()`
+    plan            Stable: the member set the installed assignment covers, the union of
+                    the plans decoded from the members' assignments (a leader's SyncGroup
+                    gives every listed member "plan:<id>,<id>..."); otherwise {} (Kafka
+                    keeps the old per-member assignments from prepareRebalance until the
+                    leader's SyncGroup, but never sends them: the spec drops them)
     newMemberAdded  G.new_member_added (FALSE when absent)
     nextId          1 + number of member ids seen so far
     store           NoStore when MaxFailovers = 0 (the spec stores nothing then); else the
@@ -63,17 +63,24 @@ operations):
                     decoded from the stored assignments
     failovers       GroupUnload steps so far (driver count)
     cphase .. cwait the client views (`ClientView`): phase, member id, generation, leader
-                    flag, member list of a leader's JoinGroup response, decoded assignment,
-                    member id its parked request waits under
+                    flag, member list of a leader's JoinGroup response (until its SyncGroup
+                    sends it), decoded assignment, member id its parked request waits under;
+                    each response changes them as the spec's DeliverJoin / DeliverSync /
+                    ReplyHeartbeat say
     genLeaders      members named leader in a NONE JoinGroup response to themselves, produced
                     by G for G.generation_id (every response the coordinator produced, also
                     those no client was waiting for any more)
-    genMembers      G.members when G last formed a generation (transition PreparingRebalance
-                    -> CompletingRebalance/Empty, seen by the observer), or the loaded
-                    members after on_group_loaded; {} for a group created since
+    genMembers      CompletingRebalance / Stable: G.members when G formed the generation
+                    (transition PreparingRebalance -> CompletingRebalance, seen by the
+                    observer) or the members loaded by on_group_loaded; otherwise {}
     lastAction      not abstracted: it is the action (the driver's input)
 
-Normalize = TRUE (liveness models: relative clock, reused ids) is not supported.
+Normalize = TRUE (the liveness models): the spec keeps `now` at 0 and deadlines relative to
+it, writes the current generation 1 (0 before the first) and every older one 0, hands out the
+smallest id no variable refers to, and keeps nextId at 1. The abstraction does the same: now =
+0, deadline = (op.deadline_ms() - clock) / K, generations through `World.gen`, and `IdMap`
+frees the spec id of an implementation id once no variable refers to it (`IdMap.retain`,
+called at the end of every abstraction), so ids are reused as the spec reuses them.
 """
 
 from __future__ import annotations
@@ -96,7 +103,7 @@ from kgc.tools.tla_values import ModelValue, Record, TlaFunction, TlaValue, pars
 __all__ = [
     "AbstractionError", "ClientView", "GROUP_ID", "IdMap", "NO_GEN", "NO_MEMBER",
     "SPEC_VARIABLES", "SpecConstants", "StepResult", "TIMER_STEPS", "UnknownAction", "World",
-    "abstract_state", "apply_action", "comparable", "decode_plan", "encode_plan",
+    "abstract_state", "apply_action", "decode_plan", "encode_plan",
     "not_enabled", "timer_record",
 ]
 
@@ -246,11 +253,17 @@ def cfg_constants(text: str) -> dict[str, TlaValue]:
 # ----------------------------------------------------------------------------------------------
 
 class IdMap:
-    """Implementation member id <-> spec id (1, 2, ...) by order of first appearance."""
+    """Implementation member id <-> spec id (1, 2, ...) by order of first appearance.
 
-    def __init__(self) -> None:
+    With `reuse` (Normalize models) a new id gets the smallest spec id not in use, and
+    `retain` frees the spec ids of implementation ids nothing refers to any more."""
+
+    def __init__(self, reuse: bool = False) -> None:
+        self.reuse = reuse
         self._spec: dict[str, int] = {"": NO_MEMBER}
         self._impl: dict[int, str] = {NO_MEMBER: ""}
+        self._seen = 0
+        self._order: list[str] = []
 
     def spec(self, impl_id: Optional[str]) -> int:
         """The spec id; an id never seen before is registered (gets the next number)."""
@@ -258,9 +271,16 @@ class IdMap:
             return NO_MEMBER
         got = self._spec.get(impl_id)
         if got is None:
-            got = len(self._spec)
+            if self.reuse:
+                got = 1
+                while got in self._impl:
+                    got += 1
+            else:
+                got = len(self._spec)
             self._spec[impl_id] = got
             self._impl[got] = impl_id
+            self._seen += 1
+            self._order.append(impl_id)
         return got
 
     def peek(self, impl_id: str) -> Optional[int]:
@@ -268,6 +288,22 @@ class IdMap:
 
     def impl(self, spec_id: int) -> str:
         return self._impl[spec_id]
+
+    def retain(self, spec_ids: frozenset[int] | set[int]) -> None:
+        """Reuse mode: forget every mapped id whose spec id is not in `spec_ids`."""
+        if not self.reuse:
+            return
+        for sid in [i for i in self._impl if i != NO_MEMBER and i not in spec_ids]:
+            del self._spec[self._impl.pop(sid)]
+
+    def newest(self, n: int) -> list[str]:
+        """The implementation ids of the last `n` registrations still mapped."""
+        return self._order[-n:] if n > 0 else []
+
+    @property
+    def seen(self) -> int:
+        """How many distinct implementation ids were ever registered."""
+        return self._seen
 
     def __len__(self) -> int:
         return len(self._spec) - 1
@@ -317,12 +353,15 @@ class ClientView:
         self.calling = 0
 
     def rejoins(self) -> None:
-        """ClientRejoins (requestRejoin): keep member id and generation."""
-        self.phase, self.wait, self.request = "Unjoined", "", 0
-
-    def loses_generation(self) -> None:
+        """ClientRejoins (requestRejoin; also ILLEGAL_GENERATION): keep the member id only;
+        generation, leadership, member list and assignment are not read again before the
+        next JoinGroup response overwrites them."""
         self.phase, self.gen, self.leader, self.wait, self.request = (
             "Unjoined", NO_GEN, False, "", 0)
+        self.members, self.assign = frozenset(), frozenset()
+
+    def loses_generation(self) -> None:
+        self.rejoins()
 
 
 @dataclass(frozen=True)
@@ -386,9 +425,6 @@ class World:
     def __init__(self, constants: SpecConstants,
                  coordinator_class: type[GroupCoordinator] = GroupCoordinator,
                  observer: Any = None, member_id_seed: int = 0) -> None:
-        if constants.normalize:
-            raise AbstractionError("Normalize = TRUE models (relative clock, reused ids) "
-                                   "cannot be mapped to the implementation")
         self.k = constants
         self.clock = VirtualClock(0)
         self.timer = SystemTimer(self.clock)
@@ -396,7 +432,7 @@ class World:
                                              member_id_seed=member_id_seed,
                                              observer=_Watcher(self, observer))
         self.clients: dict[str, ClientView] = {c: ClientView(c) for c in constants.clients}
-        self.ids = IdMap()
+        self.ids = IdMap(reuse=constants.normalize)
         self.failovers = 0
         self.offset_ms = 0
         self.step = 0
@@ -414,6 +450,17 @@ class World:
     @property
     def group(self) -> Optional[GroupMetadata]:
         return self.coordinator.group(GROUP_ID)
+
+    def gen(self, generation: int) -> int:
+        """A generation as the spec writes it: as is, or with Normalize 1 for the current
+        one (0 before the first) and 0 for every older one; NoGen stays -1."""
+        if not self.k.normalize or generation == NO_GEN:
+            return generation
+        group = self.group
+        current = group.generation_id if group is not None else 0
+        if generation >= current:
+            return min(generation, 1)
+        return 0
 
     def born_step(self, op: Any) -> Optional[int]:
         """The step in which a live op was first seen (ops made in one step form a batch)."""
@@ -465,6 +512,29 @@ class World:
             if group is not None:
                 self.self_leaders.append((group, result.generation_id, result.member_id))
 
+    # -- failover and idle time ---------------------------------------------------------------
+    def unload(self) -> None:
+        """The spec's GroupUnload: the coordinator resigns the group's partition."""
+        self.snapshot_unload()
+        self.coordinator.on_group_unloaded(GROUP_ID)
+        self.failovers += 1
+
+    def load(self) -> None:
+        """The spec's GroupLoad: the coordinator takes the group over from the store."""
+        before = self.group
+        self.coordinator.on_group_loaded(GROUP_ID)
+        group = self.group
+        if group is not None and group is not before:
+            self.formed = (group, frozenset(group.members))
+
+    def advance_idle(self, ms: int) -> None:
+        """Let time pass while no timer task is live: invisible to the spec (its `now` only
+        moves towards a live deadline), so the clock runs ahead of `now` by offset_ms."""
+        if self.timer.size():
+            raise AbstractionError("advance_idle with live timer tasks: use AdvanceTime")
+        self.timer.advance_to(self.clock.now_ms() + ms)
+        self.offset_ms += ms
+
     # -- bookkeeping after every step ---------------------------------------------------------
     def observe(self) -> None:
         """Register new member ids (order of first appearance) and note new timer ops."""
@@ -503,7 +573,9 @@ _DELIVER: dict[str, Callable[[World, ClientView, Any], None]] = {}
 # ----------------------------------------------------------------------------------------------
 
 def _units(world: World, ms: int, what: str) -> int:
-    q, r = divmod(ms - world.offset_ms, world.k.ms_per_unit)
+    """A clock reading or deadline in spec units; relative to the clock with Normalize."""
+    base = world.clock.now_ms() if world.k.normalize else world.offset_ms
+    q, r = divmod(ms - base, world.k.ms_per_unit)
     if r:
         raise AbstractionError(f"{what} {ms} ms is not a whole number of "
                                f"{world.k.ms_per_unit} ms spec units (offset {world.offset_ms})")
@@ -575,7 +647,7 @@ def timer_record(world: World, op: Any) -> Record:
         "member": world.ids.spec(op.member_id) if heartbeat else NO_MEMBER,
         "deadline": _units(world, deadline, f"{kind} deadline"),
         "dur": _dur(world, op, group),
-        "gen": op.generation_id if isinstance(op, DelayedSync) else NO_GEN,
+        "gen": world.gen(op.generation_id) if isinstance(op, DelayedSync) else NO_GEN,
         "delay": _duration(world, op.delay_ms, f"{kind} delay"),
         "remaining": (_duration(world, op.remaining_ms, "InitialJoin remaining")
                       if isinstance(op, InitialDelayedJoin) else 0),
@@ -603,7 +675,7 @@ def _store(world: World) -> Record:
         return none
     return Record({
         "exists": True,
-        "gen": record.generation_id,
+        "gen": world.gen(record.generation_id),
         "leader": world.ids.spec(record.leader_id) if record.leader_id else NO_MEMBER,
         "members": frozenset(world.ids.spec(m.member_id) for m in record.members),
         "plan": _plan_of(world, [m.assignment for m in record.members]),
@@ -626,10 +698,11 @@ def abstract_state(world: World) -> dict[str, TlaValue]:
         gen = group.generation_id
         leaders = frozenset(ids.spec(m) for g, g_gen, m in world.self_leaders
                             if g is group and g_gen == gen)
-        formed = world.formed[1] if world.formed[0] is group else frozenset()
+        settled = group.state in (GroupState.CompletingRebalance, GroupState.Stable)
+        formed = world.formed[1] if settled and world.formed[0] is group else frozenset()
         live = {
             "gstate": group.state.value,
-            "generation": gen,
+            "generation": world.gen(gen),
             "leader": ids.spec(group.leader_id) if group.leader_id else NO_MEMBER,
             "members": frozenset(ids.spec(m.member_id) for m in members),
             "pending": frozenset(ids.spec(m) for m in group.pending_members),
@@ -639,7 +712,8 @@ def abstract_state(world: World) -> dict[str, TlaValue]:
                                       if m.is_awaiting_sync),
             "newMembers": frozenset(ids.spec(m.member_id) for m in members if m.is_new),
             "pendingSync": frozenset(ids.spec(m) for m in group.pending_sync_members),
-            "plan": _plan_of(world, [m.assignment for m in members]),
+            "plan": (_plan_of(world, [m.assignment for m in members])
+                     if group.state is GroupState.Stable else frozenset()),
             "newMemberAdded": bool(group.new_member_added),
             "genLeaders": leaders,
             "genMembers": frozenset(ids.spec(m) for m in formed),
@@ -656,31 +730,38 @@ def abstract_state(world: World) -> dict[str, TlaValue]:
         "timers": tuple(timer_record(world, op) for op in world.timer.live_tasks()),
         "loaded": world.coordinator.is_coordinator_for(GROUP_ID),
         **live,
-        "nextId": len(ids) + 1,
+        "nextId": 1 if world.k.normalize else len(ids) + 1,
         "store": _store(world),
         "failovers": world.failovers,
         "cphase": per_client(lambda v: v.phase),
         "cmember": per_client(lambda v: ids.spec(v.member)),
-        "cgen": per_client(lambda v: v.gen),
+        "cgen": per_client(lambda v: world.gen(v.gen)),
         "cleader": per_client(lambda v: v.leader),
         "cmembers": per_client(lambda v: frozenset(ids.spec(m) for m in v.members)),
         "cassign": per_client(lambda v: frozenset(ids.spec(m) for m in v.assign)),
         "cwait": per_client(lambda v: ids.spec(v.wait)),
     }
+    if ids.reuse:
+        ids.retain(referenced(state))
     return {name: state[name] for name in SPEC_VARIABLES}
 
 
-def comparable(state: Mapping[str, TlaValue]) -> dict[str, TlaValue]:
-    """A spec state reduced to what the implementation can show, for comparing the two.
-
-    Only `plan` changes: Kafka keeps the assignment per member (MemberMetadata.assignment),
-    so once every member the plan covered has left, the plan is gone from the coordinator
-    although the spec still holds it (nothing reads it then: AssignmentOf only answers
-    members in the plan, and every later write replaces it)."""
-    out = dict(state)
-    if "plan" in out and "members" in out and not (out["plan"] & out["members"]):
-        out["plan"] = frozenset()
-    return out
+def referenced(state: Mapping[str, Any]) -> frozenset[int]:
+    """The spec's Referenced(s): every member id some variable mentions."""
+    out: set[int] = set(state["members"]) | set(state["pending"]) | {state["leader"]}
+    out |= state["plan"] | state["genMembers"] | state["genLeaders"]
+    for t in state["timers"]:
+        out.add(t["member"])
+        out |= t["olds"]
+    for name in ("cmember", "cwait"):
+        out.update(state[name].values())
+    for name in ("cmembers", "cassign"):
+        for v in state[name].values():
+            out |= v
+    st = state["store"]
+    out |= st["members"] | st["plan"] | {st["leader"]}
+    out.discard(NO_MEMBER)
+    return frozenset(out)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -808,6 +889,7 @@ def _join(world: World, c: str, rk: bool, changed: bool, res: StepResult) -> Non
 def _sync(world: World, c: str, leader: bool, res: StepResult) -> None:
     view = world.clients[c]
     assignment = ({m: encode_plan(view.members) for m in view.members} if leader else {})
+    view.members = frozenset()           # the list is used up by this request
     token = world._request(view)
     res.requests.append(f"SyncGroup(member={view.member!r}, generation={view.gen}, "
                         f"assignment={'plan' if leader else 'none'})")
@@ -872,7 +954,7 @@ def apply_action(world: World, la: Mapping[str, Any]) -> StepResult:
     c = _client_name(la)
     view = world.clients.get(c)
     flag = bool(la.get("flag", False))
-    ids_before = len(world.ids)
+    ids_before = world.ids.seen
     clock_before = world.clock.now_ms()
     pre_member, pre_gen = _action_member_gen(world, name, view)
     if name == "Init":
@@ -900,17 +982,11 @@ def apply_action(world: World, la: Mapping[str, Any]) -> StepResult:
     elif name == "AdvanceTime":
         _advance(world, int(la.get("dt", 1)), res)
     elif name == "GroupUnload":
-        world.snapshot_unload()
         res.requests.append("on_group_unloaded")
-        world.coordinator.on_group_unloaded(GROUP_ID)
-        world.failovers += 1
+        world.unload()
     elif name == "GroupLoad":
         res.requests.append("on_group_loaded")
-        before = world.group
-        world.coordinator.on_group_loaded(GROUP_ID)
-        group = world.group
-        if group is not None and group is not before:
-            world.formed = (group, frozenset(group.members))
+        world.load()
     else:
         raise UnknownAction(f"no implementation mapping for spec action {name!r}")
     if world.step_response is not None:
@@ -918,14 +994,15 @@ def apply_action(world: World, la: Mapping[str, Any]) -> StepResult:
     world.observe()
     if name in TIMER_STEPS and res.fired is not None:
         pre_member, pre_gen = res.fired["member"], res.fired["gen"]
-    new_ids = len(world.ids) - ids_before
+    new_ids = world.ids.seen - ids_before
+    newest = (world.ids.peek(world.ids.newest(1)[0]) or NO_MEMBER) if new_ids == 1 else NO_MEMBER
     res.last_action = Record({
         "name": name,
         "client": ModelValue(c) if view is not None else ModelValue("NoClient"),
         "member": pre_member,
         "gen": pre_gen,
         "flag": flag if name in ("JoinGroupUnknownMember", "JoinGroupKnownMember") else False,
-        "newMember": len(world.ids) if new_ids == 1 else NO_MEMBER,
+        "newMember": newest,
         "resp": (res.response if res.response is not None
                  else "PARKED" if res.requests and name not in _NOT_REQUESTS else "NONE"),
         "dt": (world.clock.now_ms() - clock_before) // world.k.ms_per_unit,
@@ -942,7 +1019,7 @@ def _action_member_gen(world: World, name: str, view: Optional[ClientView]) -> t
         return NO_MEMBER, NO_GEN
     member = world.ids.spec(view.member)
     if name in ("SyncGroupLeader", "SyncGroupFollower", "Heartbeat", "ClientRejoin"):
-        return member, view.gen
+        return member, world.gen(view.gen)
     if name == "ClientAbandon":
         return world.ids.spec(view.wait), NO_GEN
     if name in ("JoinGroupUnknownMember", "ClientRestart"):

@@ -15,6 +15,7 @@ says what the implementation does with the same inputs:
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -64,6 +65,16 @@ class CexReport:
     violated: Optional[str]                      # what the spec's counterexample violates
     implementation: str
     steps: list[CexStep] = field(default_factory=list)
+    loop: Optional[int] = None        # a lasso: the state (0-based) the last one goes back to
+    stuttering: bool = False          # the behaviour ends by stuttering for ever
+
+    @property
+    def temporal(self) -> bool:
+        """The violated property is not one conformance.properties evaluates on states or
+        steps (a liveness property): the implementation shows it by following the trace,
+        loop included."""
+        return self.violated is not None and self.violated not in properties.INVARIANTS \
+            and self.violated not in properties.ACTION_PROPERTIES
 
     @property
     def first_deviation(self) -> Optional[CexStep]:
@@ -81,6 +92,8 @@ class CexReport:
     def verdict(self) -> str:
         if self.violated is not None and self.first_violation(self.violated) is not None:
             return SAME
+        if self.temporal and self.follows:
+            return SAME
         if self.first_violation() is not None:
             return DIFFERENT
         return NONE
@@ -92,24 +105,43 @@ class CexReport:
                        f"at step {dev.index} {dev.action})")
         target = self.violated or "(no property named)"
         verdict = self.verdict
-        if verdict == SAME:
+        if verdict == SAME and self.temporal:
+            shows = (f"it can repeat the same {'stuttering end' if self.stuttering else 'loop'}, "
+                     f"so it violates {target} too")
+        elif verdict == SAME:
             at = self.first_violation(self.violated)
             shows = f"it shows the same violation, {target}, at step {at.index}"
         elif verdict == DIFFERENT:
             at = self.first_violation()
             shows = (f"it does not violate {target} but violates "
                      f"{', '.join(at.violations)} at step {at.index}")
+        elif self.temporal:
+            shows = (f"it does not show this violation of {target} (a liveness property: "
+                     f"shown only by following the whole lasso) and violates no safety property")
         else:
             shows = f"it shows no violation of {target} (nor of any other property)"
         return f"{follow}; {shows}: {verdict}"
+
+
+def _schedule(states: list[Any], loop: Optional[int], stuttering: bool) -> list[int]:
+    """Indices of the spec states to reach, in order: the trace, then for a lasso (the last
+    state goes back to state `loop`) the way round the loop once more and back to its start,
+    so that following it means the implementation can repeat the loop for ever."""
+    order = list(range(1, len(states)))
+    if loop is not None and not stuttering and 0 <= loop < len(states):
+        order += [loop] + list(range(loop + 1, len(states))) + [loop]
+    return order
 
 
 def replay_counterexample(path: Path,
                           coordinator_class: type[GroupCoordinator] = GroupCoordinator,
                           constants: Optional[SpecConstants] = None) -> CexReport:
     k, states, meta = load_trace(Path(path), constants)
+    document = json.loads(Path(path).read_text(encoding="utf-8"))
     report = CexReport(str(path), meta.get("model"), meta.get("violated"),
                        coordinator_class.__name__)
+    report.loop = document.get("loop")
+    report.stuttering = bool(meta.get("stuttering"))
     world = World(k, coordinator_class)
     pk = k.properties_constants()
     impl = abstract_state(world)
@@ -119,7 +151,7 @@ def replay_counterexample(path: Path,
     first.follows = not first.diffs
     first.violations = properties.check_state(impl, pk).violations
     report.steps.append(first)
-    for n in range(1, len(states)):
+    for n in _schedule(states, report.loop, report.stuttering):
         la = states[n]["lastAction"]
         step = CexStep(n, describe_action(la), False)
         report.steps.append(step)

@@ -1,1 +1,597 @@
-"""Recorded implementation runs: the trace format (TODO driver below)."""
+"""Record an implementation run as a trace of the spec: abstract states and the spec action
+that led to each, ready for `kgc validate` (validate.py) and for the properties (properties.py).
+
+The coordinator is driven the way the spec's clients behave (abstraction.World and
+apply_action: each consumer acts on its own view of the protocol), so every step the run takes
+has a spec action name, client and flag, and the implementation alone decides what happens:
+responses, timers, member ids. The recorder reads the result through abstraction.abstract_state
+and its observer hook, and writes the step's lastAction as the spec would.
+
+Three sources feed it:
+- `record_scenario`: a scenario file (tests/scenarios/), lifted step by step to spec actions. A
+  request from a member whose client, in spec terms, could not send it (it waits on a parked
+  request: ClientAbandon first; it is Stable: ClientRejoin first) gets the client event the spec
+  needs inserted. A request the spec has no action for (an unknown literal member id, a wrong
+  generation, another group, a timeout other than the model's) is sent as it is; if it left the
+  abstract state as it was, it is a stuttering step and is skipped (noted in `skipped`);
+  otherwise the recording stops there (`stopped` says why) and the states so far are the trace.
+- `random_run`: consumers picking any action the spec allows them, and time passing.
+- `RunRecorder` directly: any driver (the Hypothesis machine, a corpus) calls its step methods.
+
+Time: a tick fires due timers one at a time (SystemTimer.fire_next(), one spec timer step each,
+named after the op that ran), then the rest of the time is one AdvanceTime step while a timer
+is live (validate lets the spec take as many unit steps as it needs; its lastAction.dt is 1 as
+the spec's last unit step has it), or passes unobserved when none is (World.offset_ms).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Optional
+
+from kgc.conformance.abstraction import (GROUP_ID, AbstractionError, TIMER_STEPS, SpecConstants, StepResult, World,
+                                         abstract_state, apply_action, not_enabled,
+                                         timer_record)
+from kgc.conformance.recorded_trace import RecordedTrace, TraceConstants
+from kgc.impl.coordinator import GroupCoordinator, LeaveMemberIdentity
+from kgc.impl.group import GroupState
+from kgc.tools.tla_values import ModelValue, Record
+
+__all__ = ["RunRecorder", "RecordingStopped", "record_scenario", "random_run",
+           "timer_action", "CLIENT_ACTIONS"]
+
+INIT_ACTION = Record({"name": "Init", "client": ModelValue("NoClient"), "member": 0, "gen": -1,
+                      "flag": False, "newMember": 0, "resp": "NONE", "dt": 0})
+
+#: The spec's client actions, with whether they take a flag (rk / chg).
+CLIENT_ACTIONS: dict[str, bool] = {
+    "JoinGroupUnknownMember": True, "JoinGroupPendingMember": False,
+    "JoinGroupKnownMember": True, "SyncGroupLeader": False, "SyncGroupFollower": False,
+    "Heartbeat": False, "LeaveGroup": False, "ClientCrash": False, "ClientRestart": False,
+    "ClientAbandon": False, "ClientRejoin": False,
+}
+
+_TIMER_NAMES = {"Pending": "PendingMemberExpiry", "Join": "RebalanceTimeout",
+                "InitialJoin": "InitialDelayedJoin", "Sync": "DelayedSyncExpiry"}
+
+
+class RecordingStopped(Exception):
+    """The run did something the spec does not model and that changed the abstract state."""
+
+
+def timer_action(record: Mapping[str, Any]) -> str:
+    """The spec action that fires the head timer `record` (a spec timer record)."""
+    if record["stale"]:
+        return "StaleTimerExpiry"
+    if record["kind"] == "Heartbeat":
+        return "NewMemberJoinTimeout" if record["dur"] == "newMember" else "SessionTimeoutExpiry"
+    return _TIMER_NAMES[record["kind"]]
+
+
+class _Events:
+    """Observer chained behind World's: remembers the group's state transitions in a step."""
+
+    def __init__(self) -> None:
+        self.transitions: list[tuple[GroupState, GroupState]] = []
+
+    def on_request(self, kind: str, group_id: str, args: dict) -> None:
+        pass
+
+    def on_response(self, kind: str, group_id: str, result: object) -> None:
+        pass
+
+    def on_timer(self, kind: str, group_id: str, member_id: Optional[str]) -> None:
+        pass
+
+    def on_transition(self, group_id: str, old: GroupState, new: GroupState) -> None:
+        if group_id == GROUP_ID:
+            self.transitions.append((old, new))
+
+
+@dataclass
+class RunRecorder:
+    """Drives a World and keeps the trace. Every public step method records one spec step
+    (or none, for a skipped stuttering request) and returns the abstract state after it."""
+
+    constants: SpecConstants
+    coordinator_class: type[GroupCoordinator] = GroupCoordinator
+    name: str = "run"
+    source: str = ""
+    member_id_seed: int = 0
+    observer: Any = None
+    states: list[dict[str, Any]] = field(default_factory=list)
+    origins: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    stopped: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        self.events = _Events()
+        chained = self.events if self.observer is None else _Chain(self.events, self.observer)
+        self.world = World(self.constants, self.coordinator_class, observer=chained,
+                           member_id_seed=self.member_id_seed)
+        self._append(INIT_ACTION, "initial state")
+
+    # -- recording ----------------------------------------------------------------------------
+    @property
+    def last(self) -> dict[str, Any]:
+        return self.states[-1]
+
+    def _append(self, la: Record, origin: str) -> dict[str, Any]:
+        state = abstract_state(self.world)
+        state["timers"] = tuple(t for _, t in self._spec_order())
+        state["lastAction"] = la
+        self.states.append(state)
+        self.origins.append(origin)
+        return state
+
+    def _check_open(self) -> None:
+        if self.stopped is not None:
+            raise RecordingStopped(self.stopped)
+
+    def step(self, name: str, client: Optional[str] = None, flag: bool = False,
+             origin: str = "", dt: int = 1) -> StepResult:
+        """Perform spec action `name` (for `client`, with `flag`) on the implementation."""
+        self._check_open()
+        la = {"name": name, "client": ModelValue(client or "NoClient"), "flag": flag, "dt": dt}
+        why = not_enabled(self.world, la)
+        if why is not None:
+            raise ValueError(f"{name}({client}) is not enabled: {why}")
+        self.events.transitions.clear()
+        res = apply_action(self.world, la)
+        self._append(self._last_action(res), origin or _describe(name, client, flag))
+        return res
+
+    def _last_action(self, res: StepResult) -> Record:
+        """apply_action's lastAction, with two readings the spec makes differently: a request
+        parked and completed in the same step (the join that completes the rebalance, the
+        leader's SyncGroup) is PARKED in the spec, not its in-step answer; and a multi-unit
+        AdvanceTime is the spec's last unit step (dt 1)."""
+        la = dict(res.last_action)
+        if res.action == "AdvanceTime":
+            la["dt"] = 1
+        completed = any(new in (GroupState.CompletingRebalance, GroupState.Stable)
+                        for _, new in self.events.transitions)
+        if (res.action in CLIENT_ACTIONS and res.response is not None and completed
+                and res.action not in ("Heartbeat", "LeaveGroup")):
+            la["resp"] = "PARKED"
+        return Record(la)
+
+    def _spec_order(self) -> list[tuple[Any, Record]]:
+        """Live ops with their spec timer records, in the spec's order. The implementation
+        orders timers made together for several members (onCompleteJoin,
+        propagateAssignment, onGroupLoaded) by join order, the spec by ascending id (Kafka:
+        HashMap order); such a run (same deadline, made in the same step) is re-sorted."""
+        world = self.world
+        pairs = [(op, timer_record(world, op)) for op in world.timer.live_tasks()]
+        out: list[tuple[Any, Record]] = []
+        i = 0
+        while i < len(pairs):
+            j = i + 1
+            if _batchable(pairs[i][1]):
+                key = (pairs[i][1]["deadline"], world.born_step(pairs[i][0]))
+                while (j < len(pairs) and _batchable(pairs[j][1])
+                       and (pairs[j][1]["deadline"], world.born_step(pairs[j][0])) == key):
+                    j += 1
+            out.extend(sorted(pairs[i:j], key=lambda p: p[1]["member"]))
+            i = j
+        return out
+
+    def fire(self, origin: str = "") -> Optional[StepResult]:
+        """Fire the head timer (one spec timer step, named after what it is). When the
+        implementation's next timer is not the one the spec fires first (simultaneous timers
+        made together: HashMap order in Kafka) the spec cannot follow: the recording stops."""
+        self._check_open()
+        tasks = self.world.timer.live_tasks()
+        if not tasks:
+            raise ValueError("no live timer to fire")
+        spec_head = self._spec_order()[0]
+        head = timer_record(self.world, tasks[0])
+        if spec_head[0] is not tasks[0]:
+            self.stop(f"{origin or 'timer'}: the implementation fires {_timer_text(head)} "
+                      f"before {_timer_text(spec_head[1])}, made together for several members "
+                      f"(Kafka: HashMap order; the spec: ascending member id)")
+            return None
+        name = timer_action(head)
+        return self.step(name, origin=origin or name)
+
+    def tick(self, ms: int, origin: str = "") -> None:
+        """Let `ms` pass: due timers fire one by one, then the clock moves on."""
+        self._check_open()
+        k = self.constants.ms_per_unit
+        target = self.world.clock.now_ms() + ms
+        while True:
+            tasks = self.world.timer.live_tasks()
+            if not tasks or tasks[0].deadline_ms() > target:
+                break
+            self.fire(origin=f"{origin}: {timer_action(timer_record(self.world, tasks[0]))}"
+                      if origin else "")
+            if self.stopped is not None:
+                return
+        rest = target - self.world.clock.now_ms()
+        if rest <= 0:
+            return
+        if rest % k:
+            raise ValueError(f"{rest} ms is not a whole number of {k} ms spec units")
+        if self.world.timer.live_tasks():
+            self.step("AdvanceTime", origin=origin or f"advance {rest} ms", dt=rest // k)
+        else:
+            # no live timer: time passing is unobservable in the spec (offset_ms)
+            self.world.offset_ms += rest
+            self.world.timer.advance_to(target)
+
+    def outsider(self, send: Callable[[GroupCoordinator, Callable[[Any], None]], None],
+                 origin: str) -> bool:
+        """A request no spec client would send, made directly on the coordinator. If the
+        abstract state is unchanged it is a stuttering step: skipped, True. Otherwise the
+        recording stops (the spec cannot follow) and False is returned."""
+        self._check_open()
+        before = {k: v for k, v in self.last.items() if k != "lastAction"}
+        answers: list[Any] = []
+        send(self.world.coordinator, answers.append)
+        try:
+            after = abstract_state(self.world)
+        except AbstractionError as e:
+            self.stopped = f"{origin}: the spec has no such request ({e})"
+            return False
+        if after == before:
+            self.skipped.append(origin)
+            return True
+        changed = sorted(k for k in after if after[k] != before.get(k))
+        self.stopped = f"{origin}: the spec has no such request, and it changed {', '.join(changed)}"
+        return False
+
+    def stop(self, reason: str) -> None:
+        if self.stopped is None:
+            self.stopped = reason
+
+    # -- result -------------------------------------------------------------------------------
+    def trace_constants(self) -> TraceConstants:
+        k = self.constants
+        return TraceConstants(session=k.session, rebalance=k.rebalance,
+                              initial_delay=k.initial_delay,
+                              new_member_timeout=k.new_member_timeout,
+                              max_group_size=k.max_group_size, num_ids=k.num_ids,
+                              clients=tuple(k.clients), failovers=self.world.failovers,
+                              ms_per_unit=k.ms_per_unit)
+
+    def trace(self) -> RecordedTrace:
+        return RecordedTrace(self.name, self.trace_constants(), list(self.states),
+                             list(self.origins), self.stopped, list(self.skipped), self.source)
+
+
+def _batchable(t: Mapping[str, Any]) -> bool:
+    return t["kind"] == "Heartbeat" and not t["stale"]
+
+
+def _timer_text(t: Mapping[str, Any]) -> str:
+    return f"{t['kind']}(member {t['member']}, deadline {t['deadline']})"
+
+
+class _Chain:
+    def __init__(self, *observers: Any) -> None:
+        self.observers = observers
+
+    def __getattr__(self, hook: str) -> Callable[..., None]:
+        def call(*args: Any) -> None:
+            for o in self.observers:
+                getattr(o, hook)(*args)
+        return call
+
+
+def _describe(name: str, client: Optional[str], flag: bool) -> str:
+    if client is None:
+        return name
+    return f"{name}({client}{', ' + str(flag).upper() if CLIENT_ACTIONS.get(name) else ''})"
+
+
+# ---------------------------------------------------------------------------------------------
+# Random runs: consumers doing whatever the spec lets them, and time passing
+# ---------------------------------------------------------------------------------------------
+
+def enabled_actions(rec: RunRecorder, faults: Iterable[str] = ("crash", "abandon", "leave",
+                                                                "rejoin", "change"),
+                    join_flavours: Iterable[bool] = (True, False),
+                    allow_failover: bool = True) -> list[tuple[str, Optional[str], bool]]:
+    """(name, client, flag) of every spec step the run may take now."""
+    faults = set(faults)
+    out: list[tuple[str, Optional[str], bool]] = []
+    world = rec.world
+    gated = {"ClientCrash": "crash", "ClientAbandon": "abandon", "LeaveGroup": "leave",
+             "ClientRejoin": "rejoin"}
+    for c in rec.constants.clients:
+        for name, takes_flag in CLIENT_ACTIONS.items():
+            if name in gated and gated[name] not in faults:
+                continue
+            flags: Sequence[bool] = (False,)
+            if name == "JoinGroupUnknownMember":
+                flags = tuple(join_flavours)
+            elif name == "JoinGroupKnownMember":
+                flags = (False, True) if "change" in faults else (False,)
+            for flag in flags:
+                la = {"name": name, "client": ModelValue(c), "flag": flag}
+                if not_enabled(world, la) is None:
+                    if name == "JoinGroupUnknownMember" and len(world.ids) >= rec.constants.num_ids:
+                        continue        # the model's id bound
+                    out.append((name, c, flag))
+    if world.timer.live_tasks():
+        out.append(("fire", None, False))
+        out.append(("advance", None, False))
+    if allow_failover:
+        loaded = world.coordinator.is_coordinator_for(GROUP_ID)
+        if loaded and world.failovers < rec.constants.max_failovers:
+            out.append(("GroupUnload", None, False))
+        if not loaded:
+            out.append(("GroupLoad", None, False))
+    return out
+
+
+def random_run(constants: SpecConstants, steps: int, seed: int, *,
+               coordinator_class: type[GroupCoordinator] = GroupCoordinator,
+               name: Optional[str] = None,
+               weights: Optional[Mapping[str, float]] = None) -> RecordedTrace:
+    """A run of `steps` spec steps chosen at random among those enabled (seeded)."""
+    rng = random.Random(seed)
+    rec = RunRecorder(constants, coordinator_class, name=name or f"random-{seed}",
+                      source=f"random_run(seed={seed})")
+    w = {"fire": 1.5, "advance": 1.0, "GroupUnload": 0.05, "GroupLoad": 2.0,
+         "ClientCrash": 0.05, "ClientAbandon": 0.1, "LeaveGroup": 0.15, "ClientRejoin": 0.2,
+         "ClientRestart": 1.0, "SyncGroupLeader": 3.0, "SyncGroupFollower": 3.0,
+         "Heartbeat": 1.5, "JoinGroupKnownMember": 1.5, "JoinGroupPendingMember": 2.0}
+    w.update(weights or {})
+    k = constants.ms_per_unit
+    while len(rec.states) <= steps and rec.stopped is None:
+        options = enabled_actions(rec)
+        if not options:
+            break
+        action, client, flag = rng.choices(options, [w.get(o[0], 1.0) for o in options])[0]
+        if action == "fire":
+            rec.fire()
+        elif action == "advance":
+            head = rec.world.timer.live_tasks()[0].deadline_ms()
+            room = (head - rec.world.clock.now_ms()) // k - 1
+            if room >= 1:
+                rec.tick(rng.randint(1, room) * k)
+            else:
+                rec.fire()
+        else:
+            rec.step(action, client, flag)
+    return rec.trace()
+
+
+# ---------------------------------------------------------------------------------------------
+# Scenarios
+# ---------------------------------------------------------------------------------------------
+
+def _scenario_unit(scenario: Any, new_member_ms: int) -> int:
+    """The largest unit every duration of the scenario is a whole number of (so that every
+    deadline is, including those of joins the spec does not model)."""
+    from kgc.conformance.scenario import Join, Tick
+    values = [scenario.config.initial_rebalance_delay_ms, new_member_ms]
+    values += [s.ms for s in scenario.steps if isinstance(s, Tick)]
+    for s in scenario.steps:
+        if isinstance(s, Join):
+            values += [s.session_timeout_ms, s.rebalance_timeout_ms]
+    unit = 0
+    for v in values:
+        unit = math.gcd(unit, v)
+    return unit or 1
+
+
+def scenario_constants(scenario: Any) -> tuple[SpecConstants, str]:
+    """The model a scenario runs under (from its first join), and its main group."""
+    from kgc.conformance.scenario import Join, Unload
+    from kgc.impl.coordinator import GroupConfig
+    joins = [s for s in scenario.steps if isinstance(s, Join)]
+    cfg = scenario.config
+    valid = [j for j in joins
+             if cfg.min_session_timeout_ms <= j.session_timeout_ms <= cfg.max_session_timeout_ms]
+    first = valid[0] if valid else joins[0] if joins else None
+    group = first.group if first is not None else GROUP_ID
+    session = first.session_timeout_ms if first else 10000
+    rebalance = first.rebalance_timeout_ms if first else session
+    new_member_ms = GroupConfig().new_member_join_timeout_ms
+    unit = _scenario_unit(scenario, new_member_ms)
+    unknown = sum(1 for j in joins if j.member == "" and j.group == group)
+    unloads = sum(1 for s in scenario.steps if isinstance(s, Unload) and s.group == group)
+    return SpecConstants(
+        clients=tuple(f"c{n}" for n in range(1, max(1, unknown) + 1)),
+        num_ids=max(1, unknown), session=session // unit, rebalance=rebalance // unit,
+        initial_delay=scenario.config.initial_rebalance_delay_ms // unit,
+        new_member_timeout=new_member_ms // unit, max_group_size=scenario.config.max_group_size,
+        max_failovers=max(1, unloads), ms_per_unit=unit), group
+
+
+def record_scenario(scenario: Any, coordinator_class: type[GroupCoordinator] = GroupCoordinator
+                    ) -> RecordedTrace:
+    """A scenario (conformance.scenario.Scenario) lifted to spec steps and recorded."""
+    constants, group = scenario_constants(scenario)
+    rec = RunRecorder(constants, coordinator_class, name=scenario.name, source=scenario.file)
+    # the scenario's session bounds (World sets wide ones) decide INVALID_SESSION_TIMEOUT
+    cfg = rec.world.coordinator.config
+    rec.world.coordinator.config = replace(
+        cfg, min_session_timeout_ms=scenario.config.min_session_timeout_ms,
+        max_session_timeout_ms=scenario.config.max_session_timeout_ms)
+    lifter = _ScenarioLifter(rec, scenario, group)
+    for index, step in enumerate(scenario.steps):
+        if rec.stopped is not None:
+            break
+        lifter.run(index, step)
+    return rec.trace()
+
+
+class _ScenarioLifter:
+    def __init__(self, rec: RunRecorder, scenario: Any, group: str) -> None:
+        self.rec = rec
+        self.scenario = scenario
+        self.group = group
+        self.tokens: dict[str, int] = {}       # scenario request id -> World token
+        self.fresh = list(rec.constants.clients)
+        self.k = rec.constants
+        self.sent: dict[str, list[tuple[str, str]]] = {}   # client -> protocols it last sent
+
+    # member references ----------------------------------------------------------------------
+    def resolve(self, ref: Any) -> Optional[str]:
+        from kgc.conformance.scenario import Ref
+        if not isinstance(ref, Ref):
+            return ref
+        token = self.tokens.get(ref.request_id)
+        for p in self.rec.world.produced:
+            if p.token == token:
+                return getattr(p.result, "member_id", "") or ""
+        return None
+
+    def client_of(self, member_id: str) -> Optional[str]:
+        for name, view in self.rec.world.clients.items():
+            if member_id and view.member == member_id:
+                return name
+        return None
+
+    # steps ----------------------------------------------------------------------------------
+    def run(self, index: int, step: Any) -> None:
+        from kgc.conformance.scenario import (Expect, ExpectState, Heartbeat, Join, Leave, Load,
+                                              Sync, Tick, Unload)
+        rec = self.rec
+        where = f"step {index}"
+        if isinstance(step, (Expect, ExpectState)):
+            return
+        if isinstance(step, Tick):
+            rec.tick(step.ms, origin=f"{where} tick {step.ms}")
+            return
+        if isinstance(step, (Unload, Load)):
+            if step.group != self.group:
+                rec.skipped.append(f"{where} {type(step).__name__.lower()} {step.group}: another group")
+                return
+            loaded = rec.world.coordinator.is_coordinator_for(GROUP_ID)
+            if isinstance(step, Unload) and loaded:
+                rec.step("GroupUnload", origin=f"{where} unload")
+            elif isinstance(step, Load) and not loaded:
+                rec.step("GroupLoad", origin=f"{where} load")
+            else:
+                what = "unload" if isinstance(step, Unload) else "load"
+                rec.outsider(lambda c, _: getattr(c, "on_group_unloaded" if what == "unload"
+                                                  else "on_group_loaded")(GROUP_ID),
+                             f"{where} {what} of a group already {what}ed")
+            return
+        if step.group != self.group:
+            rec.skipped.append(f"{where} {type(step).__name__.lower()} {step.id}: group {step.group!r}")
+            return
+        member = self.resolve(step.member)
+        if member is None:
+            rec.stop(f"{where}: {step.member} has no response yet")
+            return
+        if isinstance(step, Join):
+            self.join(where, step, member)
+        elif isinstance(step, Sync):
+            self.client_request(where, step, member, "sync")
+        elif isinstance(step, Heartbeat):
+            self.client_request(where, step, member, "heartbeat")
+        elif isinstance(step, Leave):
+            self.client_request(where, step, member, "leave")
+
+    def _as_outsider(self, where: str, step: Any, member: str, why: str) -> None:
+        from kgc.conformance.scenario import Heartbeat, Join, Leave, Sync
+        origin = f"{where} {type(step).__name__.lower()} {step.id} ({why})"
+
+        def send(c: GroupCoordinator, answer: Callable[[Any], None]) -> None:
+            if isinstance(step, Join):
+                c.handle_join_group(GROUP_ID, member, step.instance, step.require_known_member,
+                                    step.client, "localhost", step.rebalance_timeout_ms,
+                                    step.session_timeout_ms, step.protocol_type,
+                                    [tuple(p) for p in step.protocols], answer)
+            elif isinstance(step, Sync):
+                c.handle_sync_group(GROUP_ID, step.generation, member, None, None, None, {}, answer)
+            elif isinstance(step, Heartbeat):
+                c.handle_heartbeat(GROUP_ID, member, None, step.generation, answer)
+            elif isinstance(step, Leave):
+                c.handle_leave_group(GROUP_ID, [LeaveMemberIdentity(member, None)], answer)
+
+        self.rec.outsider(send, origin)
+
+    def _modelled_join(self, step: Any) -> Optional[str]:
+        k = self.k
+        if step.instance is not None:
+            return "a static member (group.instance.id)"
+        if step.session_timeout_ms != k.ms(k.session) or step.rebalance_timeout_ms != k.ms(k.rebalance):
+            return "timeouts other than the model's"
+        if step.protocol_type != "consumer" or len(step.protocols) != 1:
+            return "protocol selection"
+        return None
+
+    def join(self, where: str, step: Any, member: str) -> None:
+        rec = self.rec
+        why = self._modelled_join(step)
+        if why is not None:
+            self._as_outsider(where, step, member, why)
+            return
+        if member == "":
+            if not self.fresh:
+                self._as_outsider(where, step, member, "no client left")
+                return
+            c = self.fresh.pop(0)
+            self.sent[c] = [tuple(p) for p in step.protocols]
+            rec.step("JoinGroupUnknownMember", c, step.require_known_member,
+                     origin=f"{where} join {step.id}")
+            self.tokens[step.id] = rec.world._tokens
+            return
+        c = self.client_of(member)
+        if c is None:
+            self._as_outsider(where, step, member, "a member id no consumer holds")
+            return
+        view = rec.world.clients[c]
+        if view.phase in ("JoinWait", "SyncWait"):
+            rec.step("ClientAbandon", c, origin=f"{where}: {c} gives up its parked request")
+        elif view.phase == "Stable":
+            rec.step("ClientRejoin", c, origin=f"{where}: {c} decides to rejoin")
+        elif view.phase != "Unjoined":
+            self._as_outsider(where, step, member, f"its consumer is {view.phase}")
+            return
+        group = rec.world.group
+        pending = group is not None and member in group.pending_members and \
+            rec.world.coordinator.is_coordinator_for(GROUP_ID)
+        protocols = [tuple(p) for p in step.protocols]
+        changed = self.sent.get(c) not in (None, protocols)
+        self.sent[c] = protocols
+        if pending:
+            rec.step("JoinGroupPendingMember", c, origin=f"{where} join {step.id}")
+        else:
+            rec.step("JoinGroupKnownMember", c, changed, origin=f"{where} join {step.id}")
+        self.tokens[step.id] = rec.world._tokens
+
+    def client_request(self, where: str, step: Any, member: str, kind: str) -> None:
+        rec = self.rec
+        c = self.client_of(member)
+        if c is None:
+            self._as_outsider(where, step, member, "a member id no consumer holds")
+            return
+        view = rec.world.clients[c]
+        if kind == "leave":
+            if view.phase == "Down":
+                self._as_outsider(where, step, member, "its consumer is closed")
+            else:
+                rec.step("LeaveGroup", c, origin=f"{where} leave {step.id}")
+            return
+        if step.generation != view.gen:
+            self._as_outsider(where, step, member, f"generation {step.generation}, its consumer has {view.gen}")
+            return
+        if kind == "sync":
+            if view.phase != "Joined":
+                self._as_outsider(where, step, member, f"its consumer is {view.phase}")
+                return
+            name = "SyncGroupLeader" if view.leader else "SyncGroupFollower"
+        else:
+            if view.phase not in ("Joined", "SyncWait", "Stable"):
+                self._as_outsider(where, step, member, f"its consumer is {view.phase}")
+                return
+            name = "Heartbeat"
+        rec.step(name, c, origin=f"{where} {kind} {step.id}")
+        self.tokens[step.id] = rec.world._tokens
+
+
+def record_scenario_file(path: Path,
+                         coordinator_class: type[GroupCoordinator] = GroupCoordinator) -> RecordedTrace:
+    from kgc.conformance.scenario import load_scenario
+    return record_scenario(load_scenario(Path(path)), coordinator_class)

@@ -249,30 +249,52 @@ def _tuple(parts: Iterable[str]) -> str:
     return "<<" + ", ".join(parts) + ">>"
 
 
+class _ViewWriter:
+    """view_text for one batch, remembering each variable's text per value: consecutive
+    states share most values, so most lookups hit."""
+
+    def __init__(self, shape: _Shape, clients: Sequence[str], codes: dict[str, int]) -> None:
+        self.shape = shape
+        self.clients = tuple(clients)
+        self.codes = codes
+        self.index = {c: n for n, c in enumerate(clients, start=1)}
+        self.index["NoClient"] = 0
+        self.cache: dict[str, dict[Any, str]] = {v: {} for v in shape.variables}
+
+    def var_text(self, var: str, v: Any) -> str:
+        kind = VAR_TYPES[var]
+        codes, index = self.codes, self.index
+        if kind == "timers":
+            fs = [(f, FIELD_TYPES[var][f]) for f in self.shape.fields_of(var)]
+            return _tuple(_tuple(_scalar(k, t[f], codes, index) for f, k in fs) for t in v)
+        if kind == "record":
+            return _tuple(_scalar(FIELD_TYPES[var][f], v[f], codes, index) for f in self.shape.fields_of(var))
+        if kind == "clients":
+            vk = CLIENT_VALUE_TYPES[var]
+            by_name = {(c.name if isinstance(c, ModelValue) else str(c)): x for c, x in v.items()}
+            return _tuple(_scalar(vk, by_name.get(c, CLIENT_DEFAULTS[var]), codes, index)
+                          for c in self.clients)
+        return _scalar(kind, v, codes, index)
+
+    def text(self, state: dict[str, Any]) -> str:
+        parts = []
+        for var in self.shape.variables:
+            v = state[var]
+            cache = self.cache[var]
+            try:
+                t = cache[v]
+            except KeyError:
+                t = cache[v] = self.var_text(var, v)
+            except TypeError:   # an unhashable value: not worth remembering
+                t = self.var_text(var, v)
+            parts.append(t)
+        return "<<" + ", ".join(parts) + ">>"
+
+
 def view_text(state: dict[str, Any], shape: _Shape, clients: Sequence[str],
               codes: dict[str, int]) -> str:
     """TLC's ToString of `View` in the state the run observed."""
-    index = {c: n for n, c in enumerate(clients, start=1)}
-    index["NoClient"] = 0
-    parts = []
-    for var in shape.variables:
-        kind = VAR_TYPES[var]
-        v = state[var]
-        if kind == "timers":
-            fs = shape.fields_of(var)
-            parts.append(_tuple(_tuple(_scalar(FIELD_TYPES[var][f], t[f], codes, index) for f in fs)
-                                for t in v))
-        elif kind == "record":
-            fs = shape.fields_of(var)
-            parts.append(_tuple(_scalar(FIELD_TYPES[var][f], v[f], codes, index) for f in fs))
-        elif kind == "clients":
-            vk = CLIENT_VALUE_TYPES[var]
-            by_name = {(c.name if isinstance(c, ModelValue) else str(c)): x for c, x in v.items()}
-            parts.append(_tuple(_scalar(vk, by_name.get(c, CLIENT_DEFAULTS[var]), codes, index)
-                                for c in clients))
-        else:
-            parts.append(_scalar(kind, v, codes, index))
-    return _tuple(parts)
+    return _ViewWriter(shape, clients, codes).text(state)
 
 
 def action_code(state: dict[str, Any], clients: Sequence[str]) -> int:
@@ -349,11 +371,12 @@ def build_module(traces: Sequence[RecordedTrace], module: str, spec_text: str, *
 
     acts: list[str] = []
     obs: list[str] = []
+    writer = _ViewWriter(shape, clients, codes)
     for n, trace in enumerate(traces, start=1):
         last = len(trace.states) if stop_at is None else stop_at[n - 1] + 1
         acts.append(f"A{n} == <<" + ",".join(str(action_code(s, clients)) for s in trace.states[:last]) + ">>")
         for k, s in enumerate(trace.states[:last], start=1):
-            obs.append(f"<<{n}, {k}, {view_text(s, shape, clients, codes)}>>")
+            obs.append(f"<<{n}, {k}, {writer.text(s)}>>")
 
     lines = [f"---- MODULE {module} ----", f"EXTENDS {SPEC_MODULE}",
              "CONSTANTS Obs, " + ", ".join(_ident(c) for c in clients),

@@ -836,14 +836,14 @@ GroupUnload ==
            s1 == CASE s.gstate = "PreparingRebalance" ->
                         LET a == AnswerJoins(s, s.members, "NOT_COORDINATOR") IN
                         IF s.members = {} /\ s.pending = {}   \* tryCompleteJoin succeeds
-                        THEN [a EXCEPT !.timers = SelectSeq(@, LAMBDA t : ~(t.kind = "Join"))]
+                        THEN [a EXCEPT !.timers = SelectSeq(@, LAMBDA t : ~(t.kind = "Join" /\ ~t.stale))]
                         ELSE a
                    [] s.gstate \in {"Stable", "CompletingRebalance"} ->
                         LET b == AnswerSyncs(s, s.members, "NOT_COORDINATOR")
                         IN [b EXCEPT !.timers = SelectSeq(@, LAMBDA t :
                                          ~(t.member \in s.members /\ t.kind \in {"Heartbeat", "Pending"}))]
                    [] OTHER -> s
-           s2 == [s1 EXCEPT !.timers = SelectSeq(@, LAMBDA t : ~(t.kind = "Sync"))]  \* removeSyncExpiration
+           s2 == [s1 EXCEPT !.timers = SelectSeq(@, LAMBDA t : ~(t.kind = "Sync" /\ ~t.stale))]  \* removeSyncExpiration
            stale == [i \in DOMAIN s2.timers |->
                        [s2.timers[i] EXCEPT !.stale = TRUE,
                                             !.olds = IF s2.timers[i].stale THEN @ ELSE s.members,
@@ -891,6 +891,15 @@ ClientAbandon(c) ==
     /\ LET s == ClientRejoins(Cur, c)
        IN Commit(s, LA("ClientAbandon", c, cwait[c], NoGen, FALSE, s))
 
+(* Model bound: a client that needs a fresh member id when none is left   *)
+(* gives up (it may restart later).  Keeps bounded models free of          *)
+(* deadlocks (TLC 2.15 has no CHECK_DEADLOCK).                             *)
+NoIdLeft(c) ==
+    /\ cphase[c] = "Unjoined" /\ cmember[c] = NoMember
+    /\ NewId(Cur) = NoMember
+    /\ LET s == ResetClient(Cur, c, "Down")
+       IN Commit(s, LA("NoIdLeft", c, NoMember, NoGen, FALSE, s))
+
 (* A Stable client decides to rejoin (subscription or metadata change). *)
 ClientRejoin(c) ==
     /\ "rejoin" \in ClientFaults /\ cphase[c] = "Stable"
@@ -916,7 +925,7 @@ ClientStep(c) ==
     \/ JoinGroupPendingMember(c)
     \/ JoinGroupKnownMember(c, FALSE)
     \/ SyncGroupLeader(c) \/ SyncGroupFollower(c) \/ Heartbeat(c)
-    \/ ClientRestart(c)
+    \/ ClientRestart(c) \/ NoIdLeft(c)
 
 Disturb(c) ==
     \/ JoinGroupKnownMember(c, TRUE) \/ LeaveGroup(c)
@@ -927,7 +936,28 @@ Next ==
     \/ Tick
     \/ GroupUnload \/ GroupLoad
 
-Spec == Init /\ [][Next]_vars /\ WF_vars(Tick)
+Spec == Init /\ [][Next]_vars
+
+(* Which kind of step a transition was, read off lastAction' (cheap to    *)
+(* evaluate; TLC evaluates ENABLED without caching, which is ruinous for  *)
+(* steps written as chains of LET definitions).                           *)
+TickNames == {"AdvanceTime", "SessionTimeoutExpiry", "NewMemberJoinTimeout",
+              "PendingMemberExpiry", "RebalanceTimeout", "InitialDelayedJoin",
+              "DelayedSyncExpiry", "StaleTimerExpiry"}
+ClientStepNames == {"JoinGroupUnknownMember", "JoinGroupPendingMember", "JoinGroupKnownMember",
+                    "SyncGroupLeader", "SyncGroupFollower", "Heartbeat", "ClientRestart",
+                    "NoIdLeft"}
+TickStep == lastAction'.name \in TickNames
+ClientStepBy(c) == lastAction'.client = c /\ lastAction'.name \in ClientStepNames
+                   /\ ~(lastAction'.name = "JoinGroupKnownMember" /\ lastAction'.flag)
+DisturbStep == \/ lastAction'.name \in {"LeaveGroup", "ClientCrash", "ClientAbandon", "ClientRejoin"}
+               \/ lastAction'.name = "JoinGroupKnownMember" /\ lastAction'.flag
+
+(* Weak fairness of Tick: Tick is enabled exactly when a timer is live.   *)
+TimeFair == []<>(timers = <<>>) \/ []<><<TickStep>>_vars
+
+(* Spec, fair to time only: clients may crash, stop, or keep heartbeating. *)
+FairSpec == Spec /\ TimeFair
 
 StateBound == generation <= MaxGen /\ now <= MaxTime
 
@@ -941,6 +971,19 @@ TimeFreeView ==
       loaded, gstate, generation, leader, members, pending, awaitingJoin, awaitingSync,
       newMembers, pendingSync, plan, newMemberAdded, nextId, store, failovers,
       cphase, cmember, cgen, cleader, cmembers, cassign, cwait, genLeaders, genMembers>>
+
+(* The same, and generations taken relative to the group's: the protocol  *)
+(* only compares generations for equality (and tests generation = 0), so  *)
+(* states one rebalance apart in number but alike otherwise are one.      *)
+RelGen(g) == IF g = NoGen THEN NoGen - 1000 ELSE g - generation
+GenTimeFreeView ==
+    <<[i \in DOMAIN timers |-> [timers[i] EXCEPT !.deadline = @ - now,
+                                               !.gen = RelGen(@)]],
+      loaded, gstate, generation = 0, leader, members, pending, awaitingJoin, awaitingSync,
+      newMembers, pendingSync, plan, newMemberAdded, nextId,
+      [store EXCEPT !.gen = RelGen(@)], failovers,
+      cphase, cmember, [c \in Clients |-> RelGen(cgen[c])], cleader, cmembers, cassign, cwait,
+      genLeaders, genMembers>>
 
 ClientSymmetry == Permutations(Clients)
 
@@ -1075,14 +1118,21 @@ StableRebalanceOnlyByMember ==
 
 -----------------------------------------------------------------------------
 (* Liveness (no failover: MaxFailovers = 0; checked with Normalize).       *)
-(* Spec is fair only to time (Tick); clients may crash, stop or keep       *)
+(* FairSpec is fair only to time (Tick); clients may crash, stop or keep   *)
 (* heartbeating for ever.                                                  *)
 
 RebalanceCompletes ==
     (gstate = "PreparingRebalance") ~> (gstate \in {"CompletingRebalance", "Empty"})
 
+(* A rebalance that needs nobody to rejoin completes inside the step that *)
+(* starts it: a CompletingRebalance group whose last member goes becomes  *)
+(* Empty in one step, so Empty counts as leaving CompletingRebalance too. *)
+(* (A lone member rejoining with changed metadata takes the group from    *)
+(* one generation's CompletingRebalance to the next's in one step, which  *)
+(* a state formula cannot tell from staying: liveness models leave the    *)
+(* "change" fault out.)                                                   *)
 SyncCompletes ==
-    (gstate = "CompletingRebalance") ~> (gstate \in {"Stable", "PreparingRebalance"})
+    (gstate = "CompletingRebalance") ~> (gstate \in {"Stable", "PreparingRebalance", "Empty"})
 
 SentBy(m) == lastAction'.member = m /\ lastAction'.client # NoClient
 
@@ -1093,20 +1143,26 @@ SilentMemberRemoved ==
         (<>[][~SentBy(m)]_vars) => <>[](m \notin members \cup pending)
 
 (* Something a client still has to do before time may pass, if it is      *)
-(* prompt: restart, join, sync, or heartbeat before its session timer.     *)
+(* prompt: restart, join, sync, or heartbeat before its session timer      *)
+(* fires (it is the head timer and the next Tick would fire it).  Needs    *)
+(* Session >= 2, or heartbeating would never let time pass.                *)
 Urgent ==
     \E c \in Clients :
         \/ cphase[c] \in {"Down", "Unjoined", "Joined"}
         \/ /\ cphase[c] \in {"SyncWait", "Stable"}
            /\ timers # <<>> /\ Head(timers).kind = "Heartbeat" /\ ~Head(timers).stale
-           /\ Head(timers).member = cmember[c]
+           /\ Head(timers).member = cmember[c] /\ Head(timers).deadline <= now + 1
+
+(* ClientStep(c) is enabled in every phase but JoinWait (given a free     *)
+(* member id, which Normalize provides while NumIds >= 2 * |Clients|).     *)
+ClientFair(c) == []<>(cphase[c] = "JoinWait") \/ []<><<ClientStepBy(c)>>_vars
 
 (* Every client alive and prompt: eventually no more disturbances (crash,  *)
 (* leave, abandon, rejoin, metadata change) and time passes only when no   *)
 (* client has something to do; every client's protocol steps are fair.    *)
 Prompt ==
-    /\ <>[][~(\E c \in Clients : Disturb(c)) /\ ~(Tick /\ Urgent)]_vars
-    /\ \A c \in Clients : WF_vars(ClientStep(c))
+    /\ <>[][~DisturbStep /\ ~(TickStep /\ Urgent)]_vars
+    /\ \A c \in Clients : ClientFair(c)
 
 EventuallyStable == Prompt => <>[](gstate = "Stable")
 =============================================================================

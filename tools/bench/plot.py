@@ -21,17 +21,19 @@ def plot_purgatory(result: BenchResult, path: Path) -> Path:
     for name in names:
         rows = sorted((r for r in result.rows if r["purgatory"] == name),
                       key=lambda r: r["target_outstanding"])
-        xs = [r["target_outstanding"] for r in rows]
-        line = ops_ax.plot(xs, [r["ops_per_s"] for r in rows], marker="o", label=name)[0]
-        mem_rows = [r for r in rows if r["peak_mb"] is not None]
-        mem_ax.plot([r["target_outstanding"] for r in mem_rows], [r["peak_mb"] for r in mem_rows],
-                    marker="o", color=line.get_color(), label=name)
+        color = None
         for ax, key in ((ops_ax, "ops_per_s"), (mem_ax, "peak_mb")):
+            done = [r for r in rows if not r["partial"] and r[key] is not None]
+            line = ax.plot([r["target_outstanding"] for r in done], [r[key] for r in done],
+                           marker="o", color=color, label=name)[0]
+            color = line.get_color()
+            # A run stopped by its time budget is drawn hollow, at the outstanding count it
+            # reached rather than at the target it never got to.
             partial = [r for r in rows if r["partial"] and r[key] is not None]
-            if partial:  # hollow markers: stopped by the time budget, not at the target size
-                ax.plot([r["target_outstanding"] for r in partial], [r[key] for r in partial],
-                        linestyle="none", marker="o", markersize=11, markerfacecolor="none",
-                        color=line.get_color())
+            if partial:
+                ax.plot([r["max_outstanding"] for r in partial], [r[key] for r in partial],
+                        linestyle="none", marker="o", markersize=8, markerfacecolor="none",
+                        color=color, label=f"{name} (partial)")
     ops_ax.set(xscale="log", yscale="log", xlabel="outstanding operations",
                ylabel="operations / s (add + complete + expire)", title="Throughput")
     mem_ax.set(xscale="log", yscale="log", xlabel="outstanding operations",
@@ -40,7 +42,8 @@ def plot_purgatory(result: BenchResult, path: Path) -> Path:
         ax.grid(True, which="both", alpha=0.3)
         ax.legend()
     suffix = " (--quick: no timing claims)" if not result.summary.get("timing_claims", True) else ""
-    fig.suptitle("Purgatories on Kafka's purgatory workload" + suffix + "; hollow = partial run")
+    fig.suptitle("Purgatories on Kafka's purgatory workload" + suffix
+                 + "; hollow = stopped by its time budget, at the outstanding count reached")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)

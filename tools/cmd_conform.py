@@ -1,0 +1,77 @@
+"""`kgc conform DIR_OR_FILES...`: drive the Python coordinator through spec traces (ITF, from
+`kgc simulate` or `kgc check`) and compare its abstract state with the spec's after every step.
+
+One line per trace that does not conform (`DIVERGED file: step N Action(...): variable: spec
+..., implementation ...`, or INCONCLUSIVE / ERROR), then a summary with steps/s.
+Exit 0 when no trace diverged, 1 when one did, 2 when a trace could not be read or run.
+`--bug NAME` (or KGC_IMPL_BUG) runs a seeded-bug coordinator from conformance/seeded_bugs.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, List, Optional
+
+import typer
+
+__all__ = ["conform_command", "register"]
+
+EXIT_PASS, EXIT_DIVERGED, EXIT_ERROR = 0, 1, 2
+
+
+def conform_command(
+    paths: Annotated[List[Path], typer.Argument(help="ITF trace files, or folders of *.itf.json.")],
+    bug: Annotated[Optional[str], typer.Option(envvar="KGC_IMPL_BUG", help="Seeded implementation bug to run (conformance/seeded_bugs.py).")] = None,
+    model: Annotated[Optional[str], typer.Option(help="Model whose constants to use (default: the traces' own).")] = None,
+    ms_per_unit: Annotated[int, typer.Option(min=1, help="With --model: milliseconds per spec time unit.")] = 1000,
+    stop: Annotated[bool, typer.Option("--stop/--all", help="Stop at the first diverging trace.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also list inconclusive traces.")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="Print a JSON summary as the last line.")] = False,
+) -> None:
+    """Replay spec traces on the implementation; report the first divergence of each."""
+    from kgc.conformance.abstraction import SpecConstants
+    from kgc.conformance.mbt import conform, itf_files
+    from kgc.conformance.seeded_bugs import coordinator_class
+
+    try:
+        cls = coordinator_class(bug)
+        constants = SpecConstants.from_model(model, ms_per_unit) if model else None
+    except (KeyError, LookupError) as e:
+        typer.echo(f"kgc conform: error: {e.args[0] if e.args else e}", err=True)
+        raise typer.Exit(EXIT_ERROR) from None
+    files = itf_files(paths)
+    if not files:
+        typer.echo("kgc conform: error: no *.itf.json traces found", err=True)
+        raise typer.Exit(EXIT_ERROR)
+
+    def show(outcome) -> None:
+        if outcome.verdict == "DIVERGED":
+            typer.echo(f"DIVERGED {outcome.file}: {outcome.divergence}")
+        elif outcome.verdict == "ERROR":
+            typer.echo(f"ERROR {outcome.file}: {outcome.error}")
+        elif outcome.verdict == "INCONCLUSIVE" and verbose:
+            typer.echo(f"INCONCLUSIVE {outcome.file}: {outcome.inconclusive}")
+
+    report = conform(files, cls, constants, stop_at_first=stop, on_trace=show)
+    typer.echo(f"kgc conform ({cls.__name__}): {report.summary()}")
+    code = EXIT_ERROR if report.count("ERROR") else EXIT_DIVERGED if report.count("DIVERGED") else EXIT_PASS
+    if json_output:
+        first = report.first_divergence
+        typer.echo(json.dumps({
+            "implementation": cls.__name__, "traces": len(report.outcomes),
+            "conform": report.count("CONFORMS"), "inconclusive": report.count("INCONCLUSIVE"),
+            "diverged": report.count("DIVERGED"), "errors": report.count("ERROR"),
+            "steps": report.steps, "seconds": round(report.seconds, 3),
+            "steps_per_second": round(report.steps_per_second, 1),
+            "first_divergence": None if first is None else {
+                "trace": first.file, "step": first.divergence.step,
+                "action": first.divergence.action, "variable": first.divergence.variable,
+                "spec": first.divergence.spec_value, "implementation": first.divergence.impl_value},
+            "exit_code": code,
+        }))
+    raise typer.Exit(code)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("conform")(conform_command)
