@@ -57,7 +57,7 @@ operations):
                     keeps the old per-member assignments from prepareRebalance until the
                     leader's SyncGroup, but never sends them: the spec drops them)
     newMemberAdded  G.new_member_added (FALSE when absent)
-    nextId          1 + number of member ids seen so far
+    nextId          1 + number of member ids the coordinator has handed out (seen so far)
     store           NoStore when MaxFailovers = 0 (the spec stores nothing then); else the
                     store's record for "g": exists, generation, leader, member ids, plan
                     decoded from the stored assignments
@@ -73,7 +73,10 @@ operations):
     genMembers      CompletingRebalance / Stable: G.members when G formed the generation
                     (transition PreparingRebalance -> CompletingRebalance, seen by the
                     observer) or the members loaded by on_group_loaded; otherwise {}
-    lastAction      not abstracted: it is the action (the driver's input)
+    lastAction      not part of abstract_state: it is the driver's input; apply_action
+                    returns the implementation's own (StepResult.last_action: the client's
+                    member and generation, the fired op's member and gen, the id handed out,
+                    the clock move), which conform compares with the spec's
 
 Normalize = TRUE (the liveness models): the spec keeps `now` at 0 and deadlines relative to
 it, writes the current generation 1 (0 before the first) and every older one 0, hands out the
@@ -442,6 +445,7 @@ class World:
         self.unloaded_ops: dict[int, _Snapshot] = {}
         self.unloaded_groups: dict[int, tuple[GroupMetadata, frozenset[str]]] = {}
         self.op_born: dict[int, tuple[Any, int]] = {}
+        self.ops: list[Any] = []         # the live ops as of the last observe()
         self._tokens = 0
         self._step_token = 0
         self.step_response: Any = None   # the requester's own response, if it came in-step
@@ -536,20 +540,24 @@ class World:
         self.offset_ms += ms
 
     # -- bookkeeping after every step ---------------------------------------------------------
-    def observe(self) -> None:
-        """Register new member ids (order of first appearance) and note new timer ops."""
+    def observe(self) -> list[Any]:
+        """Register new member ids (order of first appearance) and note new timer ops;
+        returns the live ops (also kept as `ops`)."""
         group = self.group
         if group is not None:
             for m in sorted(group.pending_members):
                 self.ids.spec(m)
             for m in group.members:
                 self.ids.spec(m)
-        for op in self.timer.live_tasks():
+        ops = self.timer.live_tasks()
+        for op in ops:
             if id(op) not in self.op_born or self.op_born[id(op)][0] is not op:
                 self.op_born[id(op)] = (op, self.step)
             member = getattr(op, "member_id", None)
             if member:
                 self.ids.spec(member)
+        self.ops = ops
+        return ops
 
     def snapshot_unload(self) -> None:
         """Before an unload: what the spec's GroupUnload writes into the timers it makes
@@ -684,7 +692,7 @@ def _store(world: World) -> Record:
 
 def abstract_state(world: World) -> dict[str, TlaValue]:
     """The spec variables (all but lastAction) of the implementation's current state."""
-    world.observe()
+    ops = world.observe()
     ids = world.ids
     group = world.group
     clients = [ModelValue(c) for c in world.k.clients]
@@ -727,7 +735,7 @@ def abstract_state(world: World) -> dict[str, TlaValue]:
 
     state: dict[str, TlaValue] = {
         "now": _units(world, world.clock.now_ms(), "the clock"),
-        "timers": tuple(timer_record(world, op) for op in world.timer.live_tasks()),
+        "timers": tuple(timer_record(world, op) for op in ops),
         "loaded": world.coordinator.is_coordinator_for(GROUP_ID),
         **live,
         "nextId": 1 if world.k.normalize else len(ids) + 1,
@@ -943,8 +951,9 @@ def apply_action(world: World, la: Mapping[str, Any]) -> StepResult:
     handle_heartbeat; LeaveGroup -> handle_leave_group. Time: every timer step (TIMER_STEPS)
     -> SystemTimer.fire_next(); AdvanceTime -> advance_to(now + dt * K). Failover:
     GroupUnload -> on_group_unloaded, GroupLoad -> on_group_loaded. Client events
-    (ClientCrash, ClientRestart, ClientAbandon, ClientRejoin) only change the client view;
-    a response to a request its client no longer waits for is lost, as in the spec.
+    (ClientCrash, ClientRestart, ClientAbandon, ClientRejoin, NoIdLeft) only change the
+    client view; a response to a request its client no longer waits for is lost, as in the
+    spec.
     """
     name = str(la["name"])
     world.step += 1
@@ -971,8 +980,8 @@ def apply_action(world: World, la: Mapping[str, Any]) -> StepResult:
         _heartbeat(world, c, res)
     elif name == "LeaveGroup":
         _leave(world, c, res)
-    elif name == "ClientCrash":
-        view.reset("Down")
+    elif name in ("ClientCrash", "NoIdLeft"):
+        view.reset("Down")      # NoIdLeft: the model ran out of ids; the client gives up
     elif name == "ClientRestart":
         view.phase = "Unjoined"
     elif name in ("ClientAbandon", "ClientRejoin"):
@@ -1022,7 +1031,7 @@ def _action_member_gen(world: World, name: str, view: Optional[ClientView]) -> t
         return member, world.gen(view.gen)
     if name == "ClientAbandon":
         return world.ids.spec(view.wait), NO_GEN
-    if name in ("JoinGroupUnknownMember", "ClientRestart"):
+    if name in ("JoinGroupUnknownMember", "ClientRestart", "NoIdLeft"):
         return NO_MEMBER, NO_GEN
     return member, NO_GEN
 
@@ -1050,6 +1059,8 @@ def not_enabled(world: World, la: Mapping[str, Any]) -> Optional[str]:
             "ClientRestart": phase == "Down",
             "ClientAbandon": phase in ("JoinWait", "SyncWait"),
             "ClientRejoin": phase == "Stable",
+            "NoIdLeft": (phase == "Unjoined" and not view.member
+                         and len(world.ids) >= world.k.num_ids),
         }.get(name, True)
         if not ok:
             who = f"member {view.member!r}" if view.member else "no member id"

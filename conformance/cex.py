@@ -147,7 +147,7 @@ def replay_counterexample(path: Path,
     impl = abstract_state(world)
     impl["lastAction"] = states[0].get("lastAction", Record({"name": "Init"}))
     first = CexStep(0, "Init", True)
-    first.diffs = compare_states(states[0], impl, world, world.timer.live_tasks())
+    first.diffs = compare_states(states[0], impl, world, world.ops)
     first.follows = not first.diffs
     first.violations = properties.check_state(impl, pk).violations
     report.steps.append(first)
@@ -169,7 +169,7 @@ def replay_counterexample(path: Path,
         step.requests = res.requests
         impl = abstract_state(world)
         impl["lastAction"] = res.last_action
-        step.diffs = compare_states(states[n], impl, world, world.timer.live_tasks())
+        step.diffs = compare_states(states[n], impl, world, world.ops)
         step.follows = not step.diffs
         step.violations = properties.check_step(before, impl, pk).violations
     return report

@@ -61,7 +61,7 @@ class LeaderNotReassigned(GroupCoordinator):
             member, JoinGroupResult.error_result(UNKNOWN_MEMBER_ID, Errors.UNKNOWN_MEMBER_ID))
         leader = group.leader_id
         group.remove(member.member_id)
-        if leader == member.member_id and group.members:
+        if leader == member.member_id:
             group.leader_id = leader                      # the seeded defect
         state = group.state
         if state in (Stable, CompletingRebalance):

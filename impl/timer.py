@@ -440,10 +440,13 @@ class SystemTimer:
 
     def live_tasks(self) -> list[TimerTask]:
         """Live tasks in firing order, (deadline, add order): a read-only snapshot, so that
-        conformance can compare the timer with the spec's ordered `timers`. O(buckets + tasks)."""
+        conformance can compare the timer with the spec's ordered `timers`.
+        O(queued buckets + tasks log tasks)."""
         tasks = self._cur.tasks()
-        for wheel in self._wheels:
-            for bucket in wheel:
+        seen: set[int] = set()
+        for _, uid, bucket in self._queue:     # every non-empty wheel bucket is queued
+            if uid not in seen:
+                seen.add(uid)
                 tasks.extend(bucket.tasks())
         tasks.sort(key=_ORDER)
         return tasks

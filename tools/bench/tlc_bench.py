@@ -63,13 +63,20 @@ def compare_workers(model: Any, *, workers: tuple[int, ...] = WORKERS, timeout_s
                 "distinct_per_s": round(result.distinct_states / wall) if result.distinct_states and wall else None,
             })
     first = rows[0]
-    agree = all(r["outcome"] == first["outcome"] and r["distinct_states"] == first["distinct_states"]
-                for r in rows)
-    summary: dict[str, Any] = {"agree": agree, "timing_claims": not options.quick}
-    for r in rows[1:]:
-        if first["wall_s"] and r["wall_s"]:
-            summary[f"speedup_{r['workers']}_over_{first['workers']}"] = round(first["wall_s"] / r["wall_s"], 3)
     notes = [f"TLC 2.15 via kgc.tools.tlc, model {model.name!r}; wall time includes JVM start and parsing"]
+    timed_out = any(r["outcome"] == "timeout" for r in rows)
+    if timed_out:
+        # A run cut short proves nothing about agreement and gives no speed-up to quote.
+        agree = True
+        notes.append(f"a run hit the {timeout_s:.0f} s timeout: no agreement check, no speed-up")
+    else:
+        agree = all(r["outcome"] == first["outcome"] and r["distinct_states"] == first["distinct_states"]
+                    for r in rows)
+    summary: dict[str, Any] = {"agree": None if timed_out else agree, "timed_out": timed_out,
+                               "timing_claims": not options.quick and not timed_out}
+    for r in rows[1:]:
+        if not timed_out and first["wall_s"] and r["wall_s"]:
+            summary[f"speedup_{r['workers']}_over_{first['workers']}"] = round(first["wall_s"] / r["wall_s"], 3)
     if not agree:
         notes.append("the runs disagree on the outcome or the number of distinct states")
     return BenchResult(

@@ -1,0 +1,368 @@
+"""Hypothesis stateful testing of the implementation against the spec's properties.
+
+`CoordinatorMachine` drives kgc.impl's coordinator through a RunRecorder: consumers taking any
+step the spec allows them (join with or without requireKnownMemberId, rejoin with changed
+metadata, sync as leader or follower, heartbeat, leave, crash, restart, give up a parked
+request), time passing (a tick fires every due timer, as `kgc replay` does), the group moving
+away and back (unload, load), and requests no well-behaved consumer sends: unknown member ids,
+stale or future generations, session timeouts outside the broker's bounds. After every step
+every property of properties.py is checked on the abstract state (and the action properties
+on the step). The requests themselves are logged as they reach the coordinator, so a failing
+example is written as a scenario file (`save_scenario`) that `kgc replay` runs: its
+expectations are what the unmodified coordinator answers to the same requests, so the file
+fails wherever the tested coordinator departs from it.
+
+Profiles: "ci" (quick, derandomized: the same examples on every run) and "deep"
+(`kgc fuzz --examples N`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from hypothesis import HealthCheck, settings, strategies as st, target
+from hypothesis.stateful import (RuleBasedStateMachine, invariant, precondition, rule,
+                                 run_state_machine_as_test)
+
+from kgc.conformance.abstraction import GROUP_ID, SpecConstants, encode_plan
+from kgc.conformance.properties import PropertyReport, check_state, check_step
+from kgc.conformance.recorder import RunRecorder, enabled_actions
+from kgc.impl.coordinator import GroupCoordinator, LeaveMemberIdentity
+
+__all__ = ["DEFAULT_CONSTANTS", "CoordinatorMachine", "FuzzResult", "PropertyViolation",
+           "fuzz", "machine_for", "save_scenario", "scenario_from_log"]
+
+#: Small enough that rebalances, expiries and the group size bound come up within a few steps.
+#: NewMemberJoinTimeoutMs stays Kafka's 300 s: scenario files have no setting for it, and a
+#: failing example must replay under `kgc replay`'s configuration.
+#: A rebalance timeout shorter than the session timeout lets a member that does not rejoin
+#: still be there when the join phase ends (else its session expires first).
+DEFAULT_CONSTANTS = SpecConstants(clients=("c1", "c2", "c3"), num_ids=8, session=4, rebalance=3,
+                                  initial_delay=1, new_member_timeout=3000, max_group_size=2,
+                                  max_failovers=2, ms_per_unit=100)
+
+settings.register_profile(
+    "ci", max_examples=60, stateful_step_count=25, deadline=None, database=None,
+    derandomize=True, suppress_health_check=list(HealthCheck), print_blob=False)
+settings.register_profile(
+    "deep", max_examples=2000, stateful_step_count=60, deadline=None, database=None,
+    suppress_health_check=list(HealthCheck))
+
+
+_WEIGHT = {"ClientCrash": 1, "ClientAbandon": 1, "LeaveGroup": 1, "ClientRejoin": 1,
+           "ClientRestart": 2}
+
+
+class PropertyViolation(AssertionError):
+    """A spec property failed on the implementation; `scenario` is where it was saved."""
+
+    def __init__(self, message: str, report: PropertyReport, step: int,
+                 scenario: Optional[Path]) -> None:
+        super().__init__(message)
+        self.report = report
+        self.step = step
+        self.scenario = scenario
+
+
+@dataclass
+class _RequestLog:
+    """Every request as it reached the coordinator (observer hook), as scenario steps."""
+
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    count: int = 0
+
+    def _id(self, kind: str) -> str:
+        self.count += 1
+        return f"{kind[0]}{self.count}"
+
+    def on_request(self, kind: str, group_id: str, args: dict) -> None:
+        if kind == "join":
+            self.steps.append({
+                "do": "join", "id": self._id("join"), "group": group_id,
+                "member": args["member_id"], "client": args["client_id"],
+                "session_timeout_ms": args["session_timeout_ms"],
+                "rebalance_timeout_ms": args["rebalance_timeout_ms"],
+                "protocol_type": args["protocol_type"],
+                "protocols": [list(p) for p in args["protocols"]],
+                "require_known_member": args["require_known_member"]})
+        elif kind == "sync":
+            step = {"do": "sync", "id": self._id("sync"), "group": group_id,
+                    "member": args["member_id"], "generation": args["generation"]}
+            if args["group_assignment"]:
+                step["assignment"] = dict(args["group_assignment"])
+            self.steps.append(step)
+        elif kind == "heartbeat":
+            self.steps.append({"do": "heartbeat", "id": self._id("heartbeat"), "group": group_id,
+                               "member": args["member_id"], "generation": args["generation_id"]})
+        elif kind == "leave":
+            for m in args["leaving_members"]:
+                self.steps.append({"do": "leave", "id": self._id("leave"), "group": group_id,
+                                   "member": m.member_id})
+        elif kind in ("unload", "load"):
+            self.steps.append({"do": kind, "group": group_id})
+
+    def tick(self, ms: int) -> None:
+        self.steps.append({"do": "tick", "ms": ms})
+
+    def on_response(self, kind: str, group_id: str, result: object) -> None:
+        pass
+
+    def on_timer(self, kind: str, group_id: str, member_id: Optional[str]) -> None:
+        pass
+
+    def on_transition(self, group_id: str, old: Any, new: Any) -> None:
+        pass
+
+
+class CoordinatorMachine(RuleBasedStateMachine):
+    """See the module docstring. Subclass (or `machine_for`) to set the coordinator class,
+    the constants and where failing examples are saved."""
+
+    constants: SpecConstants = DEFAULT_CONSTANTS
+    coordinator_class: type[GroupCoordinator] = GroupCoordinator
+    save_dir: Optional[Path] = None
+    on_example: Optional[Callable[[], None]] = None
+
+    def __init__(self) -> None:
+        super().__init__()
+        if self.on_example is not None:
+            type(self).on_example()          # type: ignore[misc]
+        self.log = _RequestLog()
+        self.rec = RunRecorder(self.constants, self.coordinator_class, name="hypothesis",
+                               lenient=True, observer=self.log)
+        self.checked = 1
+        self.fullest = 0
+        self.k = self.constants
+        self._check(None, self.rec.states[0])
+
+    # -- checking -----------------------------------------------------------------------------
+    def _check(self, before: Optional[dict[str, Any]], after: dict[str, Any]) -> None:
+        pk = self.k.properties_constants()
+        report = check_state(after, pk) if before is None else check_step(before, after, pk)
+        if report.violations:
+            step = len(self.rec.states) - 1
+            path = None
+            if self.save_dir is not None:
+                name = "-".join(sorted(report.violations))
+                path = Path(self.save_dir) / f"hypothesis-{name}.json"
+                save_scenario(path, self.log.steps, self.k, note=(
+                    f"Hypothesis (kgc.conformance.stateful): {report} after step {step} "
+                    f"({self.rec.origins[-1]}) of {self.coordinator_class.__name__}"))
+            raise PropertyViolation(f"after step {step} ({self.rec.origins[-1]}): {report}",
+                                    report, step, path)
+
+    def teardown(self) -> None:
+        # steer towards fuller groups, where the size bound and rebalances bite
+        target(float(self.fullest), label="members and joins")
+
+    @invariant()
+    def properties_hold(self) -> None:
+        states = self.rec.states
+        self.fullest = max(self.fullest, len(states[-1]["members"]) + len(states[-1]["awaitingJoin"]))
+        while self.checked < len(states):
+            self._check(states[self.checked - 1], states[self.checked])
+            self.checked += 1
+
+    # -- consumers doing what the spec lets them ----------------------------------------------
+    @rule(data=st.data())
+    def consumer_step(self, data: st.DataObject) -> None:
+        options = [o for o in enabled_actions(self.rec, allow_failover=False) if o[1] is not None]
+        if not options:
+            return
+        # the protocol's own steps drawn more often than the disturbances (crash, give up,
+        # leave, rejoin), so that a few steps reach a generation and its rebalances
+        weighted = [o for o in options for _ in range(_WEIGHT.get(o[0], 3))]
+        name, client, flag = data.draw(st.sampled_from(weighted), label="consumer step")
+        self.rec.step(name, client, flag)
+
+    @rule(units=st.integers(min_value=0, max_value=8))
+    def tick(self, units: int) -> None:
+        ms = units * self.k.ms_per_unit
+        self.log.tick(ms)
+        self.rec.tick(ms)
+
+    @precondition(lambda self: self.rec.world.coordinator.is_coordinator_for(GROUP_ID)
+                  and self.rec.world.failovers < self.k.max_failovers)
+    @rule()
+    def unload(self) -> None:
+        self.rec.step("GroupUnload")
+
+    @precondition(lambda self: not self.rec.world.coordinator.is_coordinator_for(GROUP_ID))
+    @rule()
+    def load(self) -> None:
+        self.rec.step("GroupLoad")
+
+    # -- requests no well-behaved consumer sends ----------------------------------------------
+    def _member_ids(self) -> list[str]:
+        known = [self.rec.world.ids.impl(n) for n in range(1, len(self.rec.world.ids) + 1)]
+        return known + ["unknown-member"]
+
+    @rule(data=st.data(), kind=st.sampled_from(["join", "sync", "heartbeat", "leave"]),
+          generation_offset=st.sampled_from([0, -1, 1]))
+    def stray_request(self, data: st.DataObject, kind: str, generation_offset: int) -> None:
+        """A request under any member id the run has seen (or none it has), with the group's
+        generation or one next to it: zombie consumers, duplicates, late retries."""
+        member = data.draw(st.sampled_from(self._member_ids()), label="member id")
+        group = self.rec.world.group
+        generation = (group.generation_id if group is not None else 0) + generation_offset
+        k = self.k
+        protocols = [("range", "stray")]
+        # a leader's assignment covers the members (as the spec's leaders do): the spec's
+        # `plan` is the member set a leader assigned over
+        members = sorted(group.members) if group is not None else []
+        assignment = {m: encode_plan(frozenset(members)) for m in members}
+
+        def send(c: GroupCoordinator, answer: Callable[[Any], None]) -> None:
+            if kind == "join":
+                c.handle_join_group(GROUP_ID, member, None, False, "stray", "localhost",
+                                    k.ms(k.rebalance), k.ms(k.session), "consumer", protocols,
+                                    answer)
+            elif kind == "sync":
+                c.handle_sync_group(GROUP_ID, generation, member, None, None, None, assignment,
+                                    answer)
+            elif kind == "heartbeat":
+                c.handle_heartbeat(GROUP_ID, member, None, generation, answer)
+            else:
+                c.handle_leave_group(GROUP_ID, [LeaveMemberIdentity(member, None)], answer)
+
+        self.rec.request(kind, send, member, f"stray {kind}({member}, generation {generation})")
+
+    @rule(session_ms=st.sampled_from([0, 1800001, 10**9]), known=st.booleans())
+    def join_with_bad_session_timeout(self, session_ms: int, known: bool) -> None:
+        """A session timeout outside [group.min.session.timeout.ms, max]: rejected."""
+        member = self._member_ids()[0] if known and len(self.rec.world.ids) else ""
+        k = self.k
+
+        def send(c: GroupCoordinator, answer: Callable[[Any], None]) -> None:
+            c.handle_join_group(GROUP_ID, member, None, False, "stray", "localhost",
+                                k.ms(k.rebalance), session_ms, "consumer", [("range", "x")],
+                                answer)
+
+        self.rec.request("join", send, member, f"join({member!r}, session {session_ms} ms)")
+
+
+def machine_for(coordinator_class: type[GroupCoordinator] = GroupCoordinator, *,
+                constants: SpecConstants = DEFAULT_CONSTANTS, save_dir: Optional[Path] = None,
+                on_example: Optional[Callable[[], None]] = None) -> type[CoordinatorMachine]:
+    """A CoordinatorMachine subclass bound to one coordinator class."""
+    return type(f"{coordinator_class.__name__}Machine", (CoordinatorMachine,), {
+        "coordinator_class": coordinator_class, "constants": constants, "save_dir": save_dir,
+        "on_example": staticmethod(on_example) if on_example is not None else None})
+
+
+# ---------------------------------------------------------------------------------------------
+# Failing examples as scenario files
+# ---------------------------------------------------------------------------------------------
+
+def scenario_from_log(steps: Sequence[dict[str, Any]], constants: SpecConstants,
+                      note: str = "",
+                      reference: type[GroupCoordinator] = GroupCoordinator) -> dict[str, Any]:
+    """The logged requests as a scenario, with expectations from running them on `reference`
+    (the unmodified coordinator by default): after every step, the response of each request
+    answered in it and the group's state. Member ids are written literally: replay generates
+    the same ids (member-id seed 0, same client ids, same order)."""
+    from kgc.conformance.replay import World, _response_fields, state_name
+    from kgc.conformance.scenario import parse_step, Scenario, ScenarioConfig
+
+    k = constants
+    cfg = {"min_session_timeout_ms": 1, "max_session_timeout_ms": max(k.ms(k.session), 1800000),
+           "initial_rebalance_delay_ms": k.ms(k.initial_delay),
+           "max_group_size": k.max_group_size}
+    scenario = Scenario(name="hypothesis", source=note, config=ScenarioConfig(**cfg),
+                        steps=tuple(parse_step(s) for s in steps), file="<hypothesis>")
+    import kgc.impl.coordinator as impl_coordinator
+    saved = impl_coordinator.GroupCoordinator
+    impl_coordinator.GroupCoordinator = reference      # replay.World builds this class
+    try:
+        world = World(scenario)
+    finally:
+        impl_coordinator.GroupCoordinator = saved
+    out: list[dict[str, Any]] = []
+    expected: set[str] = set()
+    for index, (raw, step) in enumerate(zip(steps, scenario.steps)):
+        world.send(index, step)
+        out.append(dict(raw))
+        for rid, results in world.responses.items():
+            if rid in expected or not results:
+                continue
+            expected.add(rid)
+            seen = _response_fields(world.requests[rid], results[0])
+            check = {"expect": rid, "error": seen["error"]}
+            if raw_kind(world.requests[rid]) == "join" and seen["error"] == "NONE":
+                check.update(generation=seen["generation"], leader=seen["leader"])
+            if raw_kind(world.requests[rid]) == "sync" and seen["error"] == "NONE":
+                check["assignment"] = seen["assignment"]
+            out.append(check)
+        pending = [rid for rid in world.responses if rid not in expected]
+        for rid in pending:
+            if rid == raw.get("id"):
+                out.append({"expect": rid, "pending": True})
+        view = world.group_view(GROUP_ID)
+        out.append({"expect_state": GROUP_ID, "state": view["state"],
+                    "generation": view["generation"] if view["state"] != "Dead" else None,
+                    "members": view["members"], "leader": view["leader"],
+                    "pending_count": view["pending_count"]})
+        if view["state"] == "Dead":
+            out[-1].pop("generation")
+    return {"format": 1, "name": "hypothesis-counterexample", "source": note,
+            "config": cfg, "steps": out}
+
+
+def raw_kind(step: Any) -> str:
+    return type(step).__name__.lower()
+
+
+def save_scenario(path: Path, steps: Sequence[dict[str, Any]], constants: SpecConstants,
+                  note: str = "") -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    document = scenario_from_log(steps, constants, note)
+    path.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# Running
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class FuzzResult:
+    examples: int
+    violation: Optional[PropertyViolation] = None
+    error: Optional[BaseException] = None
+
+    @property
+    def ok(self) -> bool:
+        return self.violation is None and self.error is None
+
+
+def fuzz(coordinator_class: type[GroupCoordinator] = GroupCoordinator, *,
+         profile: str = "ci", examples: Optional[int] = None, steps: Optional[int] = None,
+         constants: SpecConstants = DEFAULT_CONSTANTS, save_dir: Optional[Path] = None,
+         on_example: Optional[Callable[[int], None]] = None) -> FuzzResult:
+    """Run the machine; a property violation is returned (with the saved scenario), not
+    raised. `on_example(n)` is called as each example starts (n counts from 1; Hypothesis
+    also re-runs examples while shrinking)."""
+    count = [0]
+
+    def started() -> None:
+        count[0] += 1
+        if on_example is not None:
+            on_example(count[0])
+
+    machine = machine_for(coordinator_class, constants=constants, save_dir=save_dir,
+                          on_example=started)
+    base = settings.get_profile(profile)
+    chosen = settings(base, max_examples=examples or base.max_examples,
+                      stateful_step_count=steps or base.stateful_step_count)
+    try:
+        run_state_machine_as_test(machine, settings=chosen)
+    except PropertyViolation as v:
+        return FuzzResult(count[0], violation=v)
+    except Exception as e:  # noqa: BLE001 - the coordinator or the driver broke
+        return FuzzResult(count[0], error=e)
+    return FuzzResult(count[0])

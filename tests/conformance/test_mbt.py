@@ -1,0 +1,144 @@
+"""Spec -> implementation: TLC's random behaviours replayed on the real coordinator (and on
+coordinators with one seeded defect each, which conform must catch)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from conformsupport import full_spec_dir
+from kgc.conformance.abstraction import TIMER_STEPS
+from kgc.conformance.mbt import conform, conform_trace, simulate
+from kgc.conformance.seeded_bugs import BUGS, coordinator_class
+from kgc.tools.itf import read_itf
+
+KGC = Path(sys.executable).with_name("kgc")
+
+
+@pytest.fixture(scope="module")
+def small_traces(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("small") / "traces"
+    result = simulate("small", 300, 40, 1, out)
+    assert result.ok, result.check.error_line
+    assert len(result.files) == 300
+    return out
+
+
+@pytest.fixture(scope="module")
+def full_traces(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """1,000 behaviours with every client fault and a failover: enough that each seeded bug
+    is met (the rarest, sync_in_preparing_rebalance, diverges in about 2% of them)."""
+    base = tmp_path_factory.mktemp("full")
+    result = simulate("conform_full", 1000, 40, 1, base / "traces",
+                      spec_dir=full_spec_dir(base / "spec"))
+    assert result.ok, result.check.error_line
+    return base / "traces"
+
+
+def _actions(folder: Path) -> Counter[str]:
+    seen: Counter[str] = Counter()
+    for path in sorted(folder.glob("*.itf.json")):
+        _, states = read_itf(path)
+        seen.update(str(s["lastAction"]["name"]) for s in states[1:])
+    return seen
+
+
+def test_small_model_traces_conform(small_traces: Path) -> None:
+    report = conform([small_traces])
+    assert report.count("DIVERGED") == 0, str(report.first_divergence.divergence)
+    assert report.count("ERROR") == 0, [o.error for o in report.outcomes if o.error]
+    # inconclusive = stopped where Kafka leaves a choice open (HashMap order); most run out
+    assert report.count("CONFORMS") >= 0.85 * len(report.outcomes), report.summary()
+    assert report.steps >= 300 * 20
+    print(report.summary())
+
+
+def test_full_fault_traces_conform_and_exercise_every_action(full_traces: Path) -> None:
+    report = conform([full_traces])
+    assert report.count("DIVERGED") == 0, str(report.first_divergence.divergence)
+    assert report.count("ERROR") == 0
+    assert report.count("CONFORMS") >= 0.9 * len(report.outcomes), report.summary()
+    seen = _actions(full_traces)
+    wanted = {"JoinGroupUnknownMember", "JoinGroupPendingMember", "JoinGroupKnownMember",
+              "SyncGroupLeader", "SyncGroupFollower", "Heartbeat", "LeaveGroup", "ClientCrash",
+              "ClientRestart", "ClientAbandon", "ClientRejoin", "AdvanceTime", "GroupUnload",
+              "GroupLoad"} | (TIMER_STEPS - {"DelayedSyncExpiry"})    # that one is rare
+    assert wanted <= set(seen), f"never drawn: {sorted(wanted - set(seen))}"
+    print(report.summary(), dict(seen))
+
+
+@pytest.mark.parametrize("bug", sorted(set(BUGS) - {"none"}))
+def test_each_seeded_implementation_bug_diverges(full_traces: Path, bug: str) -> None:
+    report = conform([full_traces], coordinator_class(bug), stop_at_first=True)
+    first = report.first_divergence
+    assert first is not None, f"{bug} went unnoticed: {report.summary()}"
+    d = first.divergence
+    assert d.step >= 1 and d.variable and d.spec_value != d.impl_value
+    assert str(d).startswith(f"step {d.step} {d.action}: {d.variable}: spec ")
+
+
+def test_divergence_names_trace_step_action_variable_and_both_values(
+        small_traces: Path, tmp_path: Path) -> None:
+    """A trace whose spec side is changed at one step diverges exactly there."""
+    source = next(p for p in sorted(small_traces.glob("*.itf.json"))
+                  if len(read_itf(p)[1]) > 12)
+    document = json.loads(source.read_text())
+    step = 10
+    document["states"][step]["nextId"] = {"#bigint": "99"}
+    tampered = tmp_path / "tampered.itf.json"
+    tampered.write_text(json.dumps(document))
+    outcome = conform_trace(tampered)
+    assert outcome.verdict == "DIVERGED"
+    d = outcome.divergence
+    action = document["states"][step]["lastAction"]["name"]
+    assert (d.step, d.variable, d.spec_value) == (step, "nextId", "99")
+    assert d.action.startswith(action)
+    assert d.impl_value != "99"
+
+
+def test_simulation_is_deterministic_for_a_seed(tmp_path: Path) -> None:
+    def texts(out: Path) -> list[str]:
+        return [p.read_text() for p in sorted(out.glob("*.itf.json"))]
+
+    a = simulate("small", 15, 25, 42, tmp_path / "a")
+    b = simulate("small", 15, 25, 42, tmp_path / "b")
+    c = simulate("small", 15, 25, 43, tmp_path / "c")
+    assert len(a.files) == 15
+    assert texts(tmp_path / "a") == texts(tmp_path / "b")
+    assert texts(tmp_path / "a") != texts(tmp_path / "c")
+
+
+def _kgc(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(KGC), *args], cwd=cwd, capture_output=True, text=True, timeout=300,
+                          env=env if env is not None else os.environ.copy())
+
+
+def test_cli_simulate_then_conform(tmp_path: Path) -> None:
+    sim = _kgc("simulate", "--model", "small", "--traces", "40", "--depth", "30", "--seed", "3",
+               "--out", "t", cwd=tmp_path)
+    assert sim.returncode == 0, sim.stderr
+    assert "40 traces" in sim.stdout
+    assert len(list((tmp_path / "t").glob("trace-*.itf.json"))) == 40
+
+    ok = _kgc("conform", "t", "--json", cwd=tmp_path)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    summary = json.loads(ok.stdout.strip().splitlines()[-1])
+    assert summary["traces"] == 40 and summary["diverged"] == 0 and summary["steps"] > 0
+    assert summary["steps_per_second"] > 0
+
+    env = dict(os.environ, KGC_IMPL_BUG="generation_not_bumped")
+    bad = _kgc("conform", "t", cwd=tmp_path, env=env)
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    line = next(x for x in bad.stdout.splitlines() if x.startswith("DIVERGED"))
+    assert "generation: spec" in line and ".itf.json: step " in line
+
+    again = _kgc("simulate", "--model", "small", "--out", "t", cwd=tmp_path)
+    assert again.returncode == 1 and "must be a new or empty folder" in again.stderr
+    unknown = _kgc("conform", "t", "--bug", "no_such_bug", cwd=tmp_path)
+    assert unknown.returncode == 2 and "no seeded implementation bug" in unknown.stderr
