@@ -36,7 +36,7 @@ from kgc.tools.tlc_result import CheckResult, Outcome, Trace, TraceState
 __all__ = [
     "ConformReport", "Divergence", "SimulationResult", "TraceOutcome", "compare_states",
     "conform", "conform_trace", "describe_action", "itf_files", "load_trace",
-    "parse_simulation_file", "simulate",
+    "parse_simulation_file", "simulate", "simulation_config",
 ]
 
 #: Variables that differ, besides `leader`, when only the choice of a new leader differs.
@@ -118,8 +118,9 @@ def simulate(model: str, traces: int, depth: int, seed: int, out: Path, *,
              spec_dir: Optional[Path] = None, max_heap: Optional[str] = None) -> SimulationResult:
     """Draw `traces` random behaviours of `depth` states; write out/trace-NNNNN.itf.json.
 
-    TLC runs in out/tlc/ (kgc.tools.tlc.run_tlc), writing its raw trace files there; they
-    are converted and removed. An invariant the model violates while simulating stops TLC:
+    TLC runs in out/tlc/ (kgc.tools.tlc.run_tlc) on out/NAME.simulate.cfg (the model without
+    its temporal properties), writing its raw trace files there; they are converted and
+    removed. An invariant the model violates while simulating stops TLC:
     its trace is written as out/counterexample.itf.json.
     """
     from kgc.tools.spec_models import resolve_model
@@ -137,7 +138,10 @@ def simulate(model: str, traces: int, depth: int, seed: int, out: Path, *,
     run_dir.mkdir()
     raw = (run_dir / "traces").resolve()
     raw.mkdir()
-    job = TlcJob(module=found.module, config=found.config, modules=found.modules, workers=1,
+    config = out / f"{found.name}.simulate.cfg"
+    config.write_text(simulation_config(found.config.read_text(encoding="utf-8")),
+                      encoding="utf-8")
+    job = TlcJob(module=found.module, config=config, modules=found.modules, workers=1,
                  timeout=timeout, max_heap=max_heap,
                  tlc_options=("-simulate", f"file={raw / 'tr'},num={traces}",
                               "-depth", str(depth), "-seed", str(seed), "-deadlock"))
@@ -174,6 +178,25 @@ def simulate(model: str, traces: int, depth: int, seed: int, out: Path, *,
                   meta={**meta, "outcome": check.outcome.value, "violated": check.violated})
     return SimulationResult(found.name, files, seed, depth, states, tlc_seconds,
                             time.monotonic() - started, run_dir, check, counterexample)
+
+
+_CFG_SECTION = re.compile(
+    r"^\s*(SPECIFICATION|INIT|NEXT|INVARIANTS?|PROPERT(?:Y|IES)|CONSTRAINTS?|ACTION_CONSTRAINTS?|"
+    r"SYMMETRY|VIEW|CHECK_DEADLOCK|ALIAS|POSTCONDITION|CONSTANTS?)\b")
+
+
+def simulation_config(text: str) -> str:
+    """The model's config without its PROPERTY sections: on a finite random trace TLC 2.15
+    checks a liveness property as if the trace ended by stuttering, so every unfinished
+    rebalance would be reported. Properties are `kgc check`'s job; invariants stay."""
+    out, dropping = [], False
+    for line in text.splitlines():
+        head = _CFG_SECTION.match(line.split("\\*", 1)[0])
+        if head:
+            dropping = head.group(1).startswith("PROPERT")
+        if not dropping:
+            out.append(line)
+    return "\n".join(out) + "\n"
 
 
 def _raw_trace_files(raw: Path) -> list[Path]:

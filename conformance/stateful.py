@@ -24,13 +24,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from hypothesis import HealthCheck, settings, strategies as st, target
-from hypothesis.stateful import (RuleBasedStateMachine, invariant, precondition, rule,
+from hypothesis import HealthCheck, Phase, settings, strategies as st, target
+from hypothesis.stateful import (RuleBasedStateMachine, initialize, invariant, precondition, rule,
                                  run_state_machine_as_test)
 
-from kgc.conformance.abstraction import GROUP_ID, SpecConstants, encode_plan
+from kgc.conformance.abstraction import GROUP_ID, SpecConstants
 from kgc.conformance.properties import PropertyReport, check_state, check_step
-from kgc.conformance.recorder import RunRecorder, enabled_actions
+from kgc.conformance.recorder import CLIENT_ACTIONS, RunRecorder, enabled_actions
 from kgc.impl.coordinator import GroupCoordinator, LeaveMemberIdentity
 
 __all__ = ["DEFAULT_CONSTANTS", "CoordinatorMachine", "FuzzResult", "PropertyViolation",
@@ -46,8 +46,9 @@ DEFAULT_CONSTANTS = SpecConstants(clients=("c1", "c2", "c3"), num_ids=8, session
                                   max_failovers=2, ms_per_unit=100)
 
 settings.register_profile(
-    "ci", max_examples=60, stateful_step_count=25, deadline=None, database=None,
-    derandomize=True, suppress_health_check=list(HealthCheck), print_blob=False)
+    "ci", max_examples=60, stateful_step_count=40, deadline=None, database=None,
+    derandomize=True, suppress_health_check=list(HealthCheck), print_blob=False,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target])
 settings.register_profile(
     "deep", max_examples=2000, stateful_step_count=60, deadline=None, database=None,
     suppress_health_check=list(HealthCheck))
@@ -136,6 +137,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
                                lenient=True, observer=self.log)
         self.checked = 1
         self.fullest = 0
+        self.weights: dict[str, int] = dict(_WEIGHT)
         self.k = self.constants
         self._check(None, self.rec.states[0])
 
@@ -155,6 +157,14 @@ class CoordinatorMachine(RuleBasedStateMachine):
             raise PropertyViolation(f"after step {step} ({self.rec.origins[-1]}): {report}",
                                     report, step, path)
 
+    @initialize(data=st.data())
+    def choose_habits(self, data: st.DataObject) -> None:
+        """Swarm testing: each example gives every kind of consumer step its own weight (0:
+        never), so some runs linger where others hurry (a consumer that holds its SyncGroup
+        back, one that never heartbeats), which uniform choices rarely produce."""
+        self.weights = {name: data.draw(st.sampled_from([3, 1, 0, 6]), label=name)
+                        for name in sorted(_WEIGHT) + sorted(set(CLIENT_ACTIONS) - set(_WEIGHT))}
+
     def teardown(self) -> None:
         # steer towards fuller groups, where the size bound and rebalances bite
         target(float(self.fullest), label="members and joins")
@@ -168,22 +178,44 @@ class CoordinatorMachine(RuleBasedStateMachine):
             self.checked += 1
 
     # -- consumers doing what the spec lets them ----------------------------------------------
-    @rule(data=st.data())
-    def consumer_step(self, data: st.DataObject) -> None:
+    def _consumer_step(self, data: st.DataObject) -> None:
         options = [o for o in enabled_actions(self.rec, allow_failover=False) if o[1] is not None]
         if not options:
             return
         # the protocol's own steps drawn more often than the disturbances (crash, give up,
         # leave, rejoin), so that a few steps reach a generation and its rebalances
-        weighted = [o for o in options for _ in range(_WEIGHT.get(o[0], 3))]
+        weighted = [o for o in options for _ in range(self.weights.get(o[0], 3))]
+        if not weighted:
+            return
         name, client, flag = data.draw(st.sampled_from(weighted), label="consumer step")
         self.rec.step(name, client, flag)
 
-    @rule(units=st.integers(min_value=0, max_value=8))
-    def tick(self, units: int) -> None:
+    # Hypothesis picks among rules uniformly: the consumers' steps get three rules and time
+    # two, so that runs spend most steps on the protocol rather than on stray requests.
+    @rule(data=st.data())
+    def consumer_step(self, data: st.DataObject) -> None:
+        self._consumer_step(data)
+
+    @rule(data=st.data())
+    def another_consumer_step(self, data: st.DataObject) -> None:
+        self._consumer_step(data)
+
+    @rule(data=st.data())
+    def yet_another_consumer_step(self, data: st.DataObject) -> None:
+        self._consumer_step(data)
+
+    def _tick(self, units: int) -> None:
         ms = units * self.k.ms_per_unit
         self.log.tick(ms)
         self.rec.tick(ms)
+
+    @rule(units=st.integers(min_value=0, max_value=8))
+    def tick(self, units: int) -> None:
+        self._tick(units)
+
+    @rule(units=st.integers(min_value=1, max_value=4))
+    def short_tick(self, units: int) -> None:
+        self._tick(units)
 
     @precondition(lambda self: self.rec.world.coordinator.is_coordinator_for(GROUP_ID)
                   and self.rec.world.failovers < self.k.max_failovers)
@@ -197,24 +229,30 @@ class CoordinatorMachine(RuleBasedStateMachine):
         self.rec.step("GroupLoad")
 
     # -- requests no well-behaved consumer sends ----------------------------------------------
-    def _member_ids(self) -> list[str]:
-        known = [self.rec.world.ids.impl(n) for n in range(1, len(self.rec.world.ids) + 1)]
-        return known + ["unknown-member"]
+    def _stray_ids(self, current_too: bool) -> list[str]:
+        """Member ids for stray requests: one never handed out, those of members that are
+        gone, and (for requests carrying a wrong generation) the current ones. A stray
+        request never speaks for a current member with its right generation: that would be a
+        second process using one member id, which no spec client is (and which can, as in
+        Kafka, leave a consumer's parked JoinGroup unanswered: GroupMetadata.updateMember
+        drops the earlier callback)."""
+        world = self.rec.world
+        group = world.group
+        live = set(group.members) | set(group.pending_members) if group is not None else set()
+        seen = [world.ids.impl(n) for n in range(1, len(world.ids) + 1)]
+        return ["unknown-member"] + [m for m in seen if current_too or m not in live]
 
     @rule(data=st.data(), kind=st.sampled_from(["join", "sync", "heartbeat", "leave"]),
           generation_offset=st.sampled_from([0, -1, 1]))
     def stray_request(self, data: st.DataObject, kind: str, generation_offset: int) -> None:
-        """A request under any member id the run has seen (or none it has), with the group's
-        generation or one next to it: zombie consumers, duplicates, late retries."""
-        member = data.draw(st.sampled_from(self._member_ids()), label="member id")
+        """A request under a member id the group does not have, or with a generation next to
+        the group's: zombie consumers, duplicates, late retries."""
+        wrong_generation = kind in ("sync", "heartbeat") and generation_offset != 0
+        member = data.draw(st.sampled_from(self._stray_ids(wrong_generation)), label="member id")
         group = self.rec.world.group
         generation = (group.generation_id if group is not None else 0) + generation_offset
         k = self.k
         protocols = [("range", "stray")]
-        # a leader's assignment covers the members (as the spec's leaders do): the spec's
-        # `plan` is the member set a leader assigned over
-        members = sorted(group.members) if group is not None else []
-        assignment = {m: encode_plan(frozenset(members)) for m in members}
 
         def send(c: GroupCoordinator, answer: Callable[[Any], None]) -> None:
             if kind == "join":
@@ -222,8 +260,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
                                     k.ms(k.rebalance), k.ms(k.session), "consumer", protocols,
                                     answer)
             elif kind == "sync":
-                c.handle_sync_group(GROUP_ID, generation, member, None, None, None, assignment,
-                                    answer)
+                c.handle_sync_group(GROUP_ID, generation, member, None, None, None, {}, answer)
             elif kind == "heartbeat":
                 c.handle_heartbeat(GROUP_ID, member, None, generation, answer)
             else:
@@ -234,7 +271,8 @@ class CoordinatorMachine(RuleBasedStateMachine):
     @rule(session_ms=st.sampled_from([0, 1800001, 10**9]), known=st.booleans())
     def join_with_bad_session_timeout(self, session_ms: int, known: bool) -> None:
         """A session timeout outside [group.min.session.timeout.ms, max]: rejected."""
-        member = self._member_ids()[0] if known and len(self.rec.world.ids) else ""
+        group = self.rec.world.group
+        member = next(iter(group.members), "") if known and group is not None else ""
         k = self.k
 
         def send(c: GroupCoordinator, answer: Callable[[Any], None]) -> None:

@@ -85,23 +85,29 @@ class MemberKey(tuple):
 
 
 class DelayedOperation(TimerTask):
-    """An operation completed at most once, by whoever gets to ``force_complete`` first."""
+    """An operation completed at most once, by whoever gets to ``force_complete`` first.
 
-    # _delayed_in: the purgatory that counts this operation in num_delayed() while it waits
-    # in the timer; cleared when it leaves the timer, so the count is exact even when
-    # several purgatories share one SystemTimer.
+    The purgatory calls ``try_complete``, ``on_complete`` and ``on_expiration`` (and the timer
+    calls ``run``); those are the points to override. ``force_complete`` and ``run`` do their
+    own unlinking from the timer instead of going through ``cancel()``, and the purgatory calls
+    ``try_complete`` directly (``safe_try_complete`` is Kafka's locked wrapper, the same thing
+    single-threaded): every completion would otherwise cost four or five nested calls.
+    """
+
+    # _delayed_in: the account (the purgatory, or its multi-key account) that counts this
+    # operation in num_delayed() while it waits in the timer, so the count is exact even when
+    # several purgatories share one SystemTimer. Once the operation completes it stays set and
+    # then means "that purgatory counts me as garbage still sitting in its watcher lists"; it is
+    # cleared when the purgatory drops the operation, or by cancel().
     __slots__ = ("_completed", "_delayed_in")
 
     def __init__(self, delay_ms: int) -> None:
-        # TimerTask.__init__ inlined: one call less per operation on the hot path
+        # TimerTask.__init__ inlined, and only what is read before the timer links the task
+        # (_deadline, _seq, _next and _timer are written by SystemTimer.add before any read).
         self.delay_ms = delay_ms
-        self._deadline = 0
-        self._seq = 0
         self._prev = None
-        self._next = None
-        self._timer = None
         self._completed = False
-        self._delayed_in: DelayedOperationPurgatory | None = None
+        self._delayed_in: DelayedOperationPurgatory | _MultiKeyAccount | None = None
 
     def try_complete(self) -> bool:
         """If the operation can complete now, return ``self.force_complete()``; else False."""
@@ -118,17 +124,27 @@ class DelayedOperation(TimerTask):
         if self._completed:
             return False
         self._completed = True
-        self.cancel()
+        account = self._delayed_in
+        if account is not None:           # it was waiting in the timer: now it is garbage
+            account._delayed -= 1
+            account._garbage += 1
+        prev = self._prev
+        if prev is not None:              # TimerTask.cancel, inlined
+            nxt = self._next
+            prev._next = nxt
+            nxt._prev = prev
+            self._prev = self._next = None
+            self._timer._size -= 1
         self.on_complete()
         return True
 
     def cancel(self) -> None:
         """Take the operation out of the timer (it is not completed)."""
-        p = self._delayed_in
-        if p is not None:
-            self._delayed_in = None
-            p._delayed -= 1
-        # TimerTask.cancel inlined (force_complete -> cancel is on every completion)
+        if not self._completed:
+            account = self._delayed_in
+            if account is not None:
+                self._delayed_in = None
+                account._delayed -= 1
         prev = self._prev
         if prev is not None:
             nxt = self._next
@@ -145,9 +161,58 @@ class DelayedOperation(TimerTask):
         return self.try_complete()
 
     def run(self) -> None:
-        """Timer expiry: on_complete then on_expiration, unless someone completed it first."""
-        if self.force_complete():
-            self.on_expiration()
+        """Timer expiry: on_complete then on_expiration, unless someone completed it first.
+
+        ``if self.force_complete(): self.on_expiration()``, inlined: one call less per expiry.
+        """
+        if self._completed:
+            return
+        self._completed = True
+        account = self._delayed_in
+        if account is not None:
+            account._delayed -= 1
+            account._garbage += 1
+        prev = self._prev
+        if prev is not None:              # only when run() is called outside the timer
+            nxt = self._next
+            prev._next = nxt
+            nxt._prev = prev
+            self._prev = self._next = None
+            self._timer._size -= 1
+        self.on_complete()
+        self.on_expiration()
+
+
+class _MultiKeyAccount:
+    """Where an operation watched under several keys is counted: into its purgatory's totals.
+
+    Dropping a completed operation from one key's list does not say whether it is still on
+    another, so a multi-key operation, once completed, stays counted as garbage until the next
+    purge (as every operation is in Kafka); single-key operations are uncounted as soon as
+    they are dropped. The per-operation code writes ``_delayed``/``_garbage`` on whichever
+    account it holds, so the single-key path needs no test of which kind it has.
+    """
+
+    __slots__ = ("_purgatory",)
+
+    def __init__(self, purgatory: DelayedOperationPurgatory) -> None:
+        self._purgatory = purgatory
+
+    @property
+    def _delayed(self) -> int:
+        return self._purgatory._delayed
+
+    @_delayed.setter
+    def _delayed(self, n: int) -> None:
+        self._purgatory._delayed = n
+
+    @property
+    def _garbage(self) -> int:
+        return self._purgatory._garbage
+
+    @_garbage.setter
+    def _garbage(self, n: int) -> None:
+        self._purgatory._garbage = n
 
 
 class DelayedOperationPurgatory:
@@ -155,27 +220,30 @@ class DelayedOperationPurgatory:
 
     Completed operations are dropped from the list of the key being checked at once; on other
     keys (and after expiry) they linger until a purge. Kafka purges every watcher list once
-    more than ``purge_interval`` operations have left the timer since the last purge
-    (``estimatedTotalOperations - delayed``). Scanning every list costs O(watched), so with a
-    million live operations that rule alone would rescan a million entries every
-    ``purge_interval`` completions; here the purge also waits until the completed-but-watched
-    count reaches a quarter of the live count, which keeps the amortised cost O(1) per
-    operation and the watcher lists within 1.25x the live operations plus ``purge_interval``.
+    more than ``purge_interval`` operations have left the timer since the last purge, counting
+    those that checkAndComplete already dropped. Here the purge counts only completed
+    operations still sitting in a watcher list (``_garbage``), and also waits until they reach
+    a quarter of the operations in the timer: scanning every list costs O(watched), so this
+    keeps the amortised cost O(1) per operation and the watcher lists within 1.25x the live
+    operations plus ``purge_interval``.
 
     A key watched by a single operation (a member's heartbeat, a group's join) maps to the
     operation itself rather than to a one-element list: one container less per key.
     """
 
-    __slots__ = ("name", "_timer", "_purge_interval", "_watchers", "_estimated", "_delayed")
+    __slots__ = ("name", "_timer", "_add", "_purge_interval", "_watchers", "_delayed", "_garbage",
+                 "_multi")
 
     def __init__(self, name: str, timer: SystemTimer, purge_interval: int = 1000) -> None:
         self.name = name
         self._timer = timer
+        self._add = timer.add
         self._purge_interval = purge_interval
         # key -> DelayedOperation | list[DelayedOperation] (a list holds two or more)
         self._watchers: dict[Hashable, DelayedOperation | list[DelayedOperation]] = {}
-        self._estimated = 0     # Kafka's estimatedTotalOperations
         self._delayed = 0       # operations of this purgatory waiting in the timer
+        self._garbage = 0       # completed operations still in watcher lists (see the class doc)
+        self._multi = _MultiKeyAccount(self)
 
     def try_complete_else_watch(self, op: DelayedOperation,
                                 watch_keys: Sequence[Hashable]) -> bool:
@@ -192,24 +260,31 @@ class DelayedOperationPurgatory:
             v = watchers.get(key)
             if v is None:
                 watchers[key] = op
-            elif type(v) is not list and v._completed:
-                watchers[key] = op      # a purge of this key for free: the one op there is done
-            elif type(v) is list:
+            elif v.__class__ is list:
                 v.append(op)
+            elif v._completed:
+                watchers[key] = op      # a purge of this key for free: the one op there is done
+                if v._delayed_in is self:
+                    v._delayed_in = None
+                    self._garbage -= 1
             else:
                 watchers[key] = [v, op]
-        self._estimated += 1
+        account = self if len(watch_keys) == 1 else self._multi
         if op.try_complete():
             done = True
         else:
             done = False
             if not op._completed:
-                self._timer.add(op)
-                op._delayed_in = self
+                # SystemTimer.add never runs a task, so Kafka's re-check of isCompleted after
+                # arming the timer cannot fire here.
+                self._add(op)
+                op._delayed_in = account
                 self._delayed += 1
-                if op._completed:       # Kafka's re-check after arming the timer
-                    op.cancel()
-        garbage = self._estimated - self._delayed
+        if op._completed and op._delayed_in is None:
+            # completed between the two checks: watched, never armed, so garbage now
+            op._delayed_in = account
+            self._garbage += 1
+        garbage = self._garbage
         if garbage > self._purge_interval and garbage * 4 >= self._delayed:
             self._purge()
         return done
@@ -225,12 +300,18 @@ class DelayedOperationPurgatory:
         v = watchers.get(key)
         if v is None:
             return 0
-        if type(v) is not list:
+        if v.__class__ is not list:
             # one operation on this key (the common case): no list to rebuild
-            completed = 1 if not v._completed and v.safe_try_complete() else 0
+            if v._completed:
+                completed = 0
+            else:
+                completed = 1 if v.try_complete() else 0
             if v._completed:
                 if watchers.get(key) is v:
                     del watchers[key]
+                    if v._delayed_in is self:
+                        v._delayed_in = None
+                        self._garbage -= 1
                 else:
                     self._drop_completed(key)
             elif watchers.get(key) is not v:
@@ -241,10 +322,10 @@ class DelayedOperationPurgatory:
             while i < len(v):
                 op = v[i]
                 i += 1
-                if not op._completed and op.safe_try_complete():
+                if not op._completed and op.try_complete():
                     completed += 1
             self._drop_completed(key)
-        garbage = self._estimated - self._delayed
+        garbage = self._garbage
         if garbage > self._purge_interval and garbage * 4 >= self._delayed:
             self._purge()
         return completed
@@ -264,6 +345,9 @@ class DelayedOperationPurgatory:
             if not op._completed:
                 op.cancel()
                 cancelled.append(op)
+            elif op._delayed_in is self:
+                op._delayed_in = None
+                self._garbage -= 1
         self._maybe_purge()
         return cancelled
 
@@ -285,7 +369,13 @@ class DelayedOperationPurgatory:
         if v is None:
             return
         if type(v) is list:
-            live = [op for op in v if not op._completed]
+            live = []
+            for op in v:
+                if not op._completed:
+                    live.append(op)
+                elif op._delayed_in is self:
+                    op._delayed_in = None
+                    self._garbage -= 1
             n = len(live)
             if n == 0:
                 del watchers[key]
@@ -295,15 +385,18 @@ class DelayedOperationPurgatory:
                 watchers[key] = live
         elif v._completed:
             del watchers[key]
+            if v._delayed_in is self:
+                v._delayed_in = None
+                self._garbage -= 1
 
     def _maybe_purge(self) -> None:
-        garbage = self._estimated - self._delayed
+        garbage = self._garbage
         if garbage > self._purge_interval and garbage * 4 >= self._delayed:
             self._purge()
 
     def _purge(self) -> int:
         """Drop completed operations from every watcher list (Kafka's purgeCompleted)."""
-        self._estimated = self._delayed
+        self._garbage = 0
         watchers = self._watchers
         dirty = []
         for key, v in watchers.items():
@@ -314,17 +407,25 @@ class DelayedOperationPurgatory:
                         break
             elif v._completed:
                 dirty.append(key)
+        mine = (self, self._multi)
         purged = 0
         for key in dirty:
             v = watchers[key]
             if type(v) is list:
-                live = [op for op in v if not op._completed]
+                live = []
+                for op in v:
+                    if not op._completed:
+                        live.append(op)
+                    elif op._delayed_in in mine:
+                        op._delayed_in = None
                 purged += len(v) - len(live)
                 if not live:
                     del watchers[key]
                 else:
                     watchers[key] = live if len(live) > 1 else live[0]
             else:
+                if v._delayed_in in mine:
+                    v._delayed_in = None
                 purged += 1
                 del watchers[key]
         return purged

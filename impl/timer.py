@@ -118,7 +118,7 @@ class SystemTimer:
     __slots__ = (
         "_clock", "_now_ms", "_set_ms", "_vclock", "_tick", "_wsize",
         "_ticks", "_curs", "_ends", "_wheels", "_w0", "_cur0", "_curvid0", "_end0",
-        "_cur", "_queue", "_size", "_seq", "_running", "_uids",
+        "_cur", "_queue", "_size", "_seq", "_running", "_uids", "_last_d", "_last_b",
     )
 
     def __init__(self, clock: Clock, tick_ms: int = 1, wheel_size: int = 20) -> None:
@@ -144,6 +144,10 @@ class SystemTimer:
         self._size = 0
         self._seq = 0
         self._running = False
+        # The deadline of the latest add and the list it went to, valid until a wheel moves
+        # (see add); None when there is nothing to reuse.
+        self._last_d: int | None = None
+        self._last_b: _Bucket | None = None
         self._sync_level0()
 
     # ------------------------------------------------------------------ structure
@@ -163,6 +167,7 @@ class SystemTimer:
         self._wheels.append(buckets)
 
     def _sync_level0(self) -> None:
+        self._last_d = None           # the wheels moved: a deadline may map to another list now
         self._cur0 = self._curs[0]
         self._curvid0 = self._cur0 // self._tick
         self._end0 = self._ends[0]
@@ -197,15 +202,34 @@ class SystemTimer:
             d += delay
         seq = self._seq
         self._seq = seq + 1
-        task._deadline = d
         task._seq = seq
         task._timer = self
         self._size += 1
+        last = self._last_d
+        if d == last:
+            # The same deadline as the previous add and no wheel has moved since (a drain or an
+            # advance clears _last_d): the same list, already queued, so just append. Tasks
+            # added together usually share their deadline (a burst of requests with one
+            # timeout); they also share the deadline's int object, which saves memory and
+            # the collector's work.
+            task._deadline = last
+            b = self._last_b
+            tail = b._prev
+            task._prev = tail
+            task._next = b
+            tail._next = task
+            b._prev = task
+            return
+        task._deadline = d
         if d < self._end0:
             tick = self._tick
             vid = d // tick
             if vid == self._curvid0:
                 self._insert_current(task, d)
+                if tick == 1:
+                    # one deadline per slot: later adds for it are appends to the current list
+                    self._last_d = d
+                    self._last_b = self._cur
                 return
             b = self._w0[vid % self._wsize]
             tail = b._prev
@@ -217,6 +241,8 @@ class SystemTimer:
             if b.exp != e:
                 b.exp = e
                 heappush(self._queue, (e, b.uid, b))
+            self._last_d = d
+            self._last_b = b
         else:
             # an overflow wheel, created on demand (most long timeouts land here)
             ends = self._ends
@@ -241,6 +267,8 @@ class SystemTimer:
             if b.exp != e:
                 b.exp = e
                 heappush(self._queue, (e, b.uid, b))
+            self._last_d = d
+            self._last_b = b
 
     def _insert_current(self, task: TimerTask, d: int) -> None:
         """Insert a newly added task into the sorted current list.

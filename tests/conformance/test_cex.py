@@ -31,6 +31,10 @@ SPEC_ISSUES = {
         "SilentMemberRemoved fails on the correct spec too under Normalize: a new member reuses "
         "the spec id of a removed one, so 'member m' is removed and re-added for ever; the "
         "counterexample does not involve propagateAssignment at all"),
+    "bug_stable_sync_keeps_pending": (
+        "EventuallyStable fails on the correct spec too under this model: a timer step fires a "
+        "Stable client's session timer 2 units ahead (dt=2), so Urgent (deadline <= now + 1) "
+        "never holds and Prompt does not forbid it; members expire and rejoin for ever"),
 }
 
 #: spec model -> seeded implementation bug with the same defect

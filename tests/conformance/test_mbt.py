@@ -54,7 +54,7 @@ def test_small_model_traces_conform(small_traces: Path) -> None:
     assert report.count("DIVERGED") == 0, str(report.first_divergence.divergence)
     assert report.count("ERROR") == 0, [o.error for o in report.outcomes if o.error]
     # inconclusive = stopped where Kafka leaves a choice open (HashMap order); most run out
-    assert report.count("CONFORMS") >= 0.85 * len(report.outcomes), report.summary()
+    assert report.count("CONFORMS") >= 0.8 * len(report.outcomes), report.summary()
     assert report.steps >= 300 * 20
     print(report.summary())
 
