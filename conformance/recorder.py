@@ -41,8 +41,9 @@ from kgc.impl.coordinator import GroupCoordinator, LeaveMemberIdentity
 from kgc.impl.group import GroupState
 from kgc.tools.tla_values import ModelValue, Record
 
-__all__ = ["RunRecorder", "RecordingStopped", "record_scenario", "random_run",
-           "timer_action", "CLIENT_ACTIONS"]
+__all__ = ["CLIENT_ACTIONS", "RANDOM_RUN_CONSTANTS", "RecordingStopped", "RunRecorder",
+           "enabled_actions", "random_run", "record_scenario", "record_scenario_file",
+           "scenario_constants", "timer_action"]
 
 INIT_ACTION = Record({"name": "Init", "client": ModelValue("NoClient"), "member": 0, "gen": -1,
                       "flag": False, "newMember": 0, "resp": "NONE", "dt": 0})
@@ -372,6 +373,12 @@ def enabled_actions(rec: RunRecorder, faults: Iterable[str] = ("crash", "abandon
         if not loaded:
             out.append(("GroupLoad", None, False))
     return out
+
+
+#: A small model for random runs: three consumers, a group bounded at two, one failover.
+RANDOM_RUN_CONSTANTS = SpecConstants(clients=("c1", "c2", "c3"), num_ids=8, session=4,
+                                     rebalance=2, initial_delay=1, new_member_timeout=6,
+                                     max_group_size=2, max_failovers=1, ms_per_unit=100)
 
 
 def random_run(constants: SpecConstants, steps: int, seed: int, *,

@@ -600,9 +600,18 @@ def _project(var: str, value: Any, shape: _Shape) -> Any:
     return value
 
 
+#: The order differences are reported in: the group first (it usually says what went wrong),
+#: then the response and the clients, then the timers and the clock (which mostly follow).
+_REPORT_ORDER = ("loaded", "gstate", "generation", "leader", "members", "pending",
+                 "awaitingJoin", "awaitingSync", "newMembers", "pendingSync", "plan",
+                 "newMemberAdded", "nextId", "store", "failovers", "genMembers", "genLeaders",
+                 "lastAction", "cphase", "cmember", "cgen", "cleader", "cmembers", "cassign",
+                 "cwait", "timers", "now")
+
+
 def _diff(spec_state: dict[str, Any], observed: dict[str, Any], shape: _Shape) -> list[StepDiff]:
     diffs = []
-    for var in shape.variables:
+    for var in sorted(shape.variables, key=lambda v: _REPORT_ORDER.index(v) if v in _REPORT_ORDER else 99):
         if var not in spec_state:
             continue
         sv = _project(var, spec_state[var], shape)
@@ -623,22 +632,22 @@ def _diff(spec_state: dict[str, Any], observed: dict[str, Any], shape: _Shape) -
     return diffs
 
 
-def _context(before: dict[str, Any], action: str, la: Any) -> list[StepDiff]:
+def _context(before: dict[str, Any], la: Any) -> str:
     """For an action the spec could not take: what decides whether it is enabled, in the
-    spec's state where it was tried (the `spec` side; the run's side is what it did)."""
-    out = []
+    spec's state where it was tried."""
+    parts = []
     client = la.get("client") if la is not None else None
     if isinstance(client, ModelValue) and client.name != "NoClient":
         for var in ("cphase", "cmember", "cgen", "cleader"):
             if var in before and isinstance(before[var], TlaFunction):
-                out.append(StepDiff(f"{var}[{client.name}] before", before[var].get(client), action))
+                parts.append(f"{var}[{client.name}]={_show(before[var].get(client))}")
     else:
         head = before.get("timers", ())[:1]
-        out.append(StepDiff("head timer before", head[0] if head else None, action))
+        parts.append(f"head timer {_show(head[0]) if head else 'none'}")
     for var in ("gstate", "members", "pending", "loaded"):
         if var in before:
-            out.append(StepDiff(f"{var} before", before[var], action))
-    return out
+            parts.append(f"{var}={_show(before[var])}")
+    return "the spec's state there: " + ", ".join(parts)
 
 
 def diagnose(traces: Sequence[RecordedTrace], verdicts: Sequence[TraceVerdict], run_dir: Path,
@@ -665,7 +674,7 @@ def diagnose(traces: Sequence[RecordedTrace], verdicts: Sequence[TraceVerdict], 
             verdict.reason = f"the spec cannot take {verdict.action} here (not enabled)"
             before = [s[-1] for s in found if s[-1].get("ti") == stop - 1]
             if before:
-                verdict.diffs = _context(before[0], verdict.action or "", observed.get("lastAction"))
+                verdict.reason += "; " + _context(before[0], observed.get("lastAction"))
             continue
         verdict.diffs = min((_diff(s, observed, shape) for s in successors), key=len)
         many = f"{len(successors)} spec successors, closest shown" if len(successors) > 1 else "spec successor"
@@ -751,6 +760,11 @@ def validate_files(paths: Iterable[Path], **options: Any) -> BatchReport:
 
 
 def _show(v: Any) -> str:
+    if isinstance(v, TlaFunction) and "kind" in v and "deadline" in v:
+        flags = "".join(f" {f}" for f in ("stale", "orphan") if v.get(f) is True)
+        member = f"({v['member']})" if v.get("member") else ""
+        gen = f" gen {v['gen']}" if v.get("kind") == "Sync" and "gen" in v else ""
+        return f"{v['kind']}{member}@{v['deadline']}{gen}{flags}"
     if isinstance(v, frozenset):
         return "{" + ", ".join(str(x) for x in sorted(v, key=sort_key)) + "}"
     if isinstance(v, TlaFunction):

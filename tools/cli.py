@@ -26,6 +26,8 @@ SUBCOMMANDS: tuple[str, ...] = (
     "kgc.tools.cmd_simulate",
     "kgc.tools.cmd_conform",
     "kgc.tools.cmd_replay_cex",
+    "kgc.tools.cmd_validate",
+    "kgc.tools.cmd_fuzz",
 )
 
 app = typer.Typer(

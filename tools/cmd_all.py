@@ -49,6 +49,7 @@ class Stage:
     argv: Callable[[Path], list[str]]
     headline: Callable[[str, dict[str, Any]], str]
     json_last_line: bool = True
+    before: Callable[[Path], list[str]] | None = None  # a preparing command (e.g. simulate)
 
 
 def _last_json(stdout: str) -> dict[str, Any]:
@@ -110,13 +111,15 @@ def default_stages(root: Path, model: str, traces: int, seed: int) -> list[Stage
         Stage("check", lambda run: kgc + ["check", "--model", model, "--json", "--out", str(run / "check")], _check_headline),
         Stage(
             "conform",
-            lambda run: kgc + ["simulate-conform", "--model", model, "--traces", str(traces), "--seed", str(seed),
-                               "--out", str(run / "traces"), "--json"],
+            lambda run: kgc + ["conform", str(run / "traces"), "--model", model, "--json"],
             _generic_headline,
+            before=lambda run: kgc + ["simulate", "--model", model, "--traces", str(traces), "--seed", str(seed),
+                                      "--out", str(run / "traces")],
         ),
         Stage(
             "validate",
-            lambda run: kgc + ["validate", "--scenarios", str(root / "tests" / "scenarios"), "--json"],
+            lambda run: kgc + ["validate", "--scenarios", str(root / "tests" / "scenarios"),
+                               "--random", str(traces), "--seed", str(seed), "--out", str(run / "recorded"), "--json"],
             _generic_headline,
         ),
         Stage("prove", lambda run: kgc + ["prove", "--json"], _prove_headline),
@@ -126,6 +129,14 @@ def default_stages(root: Path, model: str, traces: int, seed: int) -> list[Stage
 def run_stage(stage: Stage, run_dir: Path, console: Console) -> StageResult:
     argv = stage.argv(run_dir)
     started = time.monotonic()
+    if stage.before is not None:
+        prep = stage.before(run_dir)
+        console.print(f"[bold]== {stage.name} (prepare)[/bold]  [dim]{' '.join(prep[2:])}[/dim]")
+        done = subprocess.run(prep, stdout=subprocess.PIPE, stderr=None, text=True)
+        if done.returncode != 0:
+            tail = "\n".join(done.stdout.strip().splitlines()[-40:])
+            return StageResult(stage.name, prep, done.returncode, time.monotonic() - started,
+                               f"preparing command failed: {' '.join(prep[2:4])}", {}, tail)
     console.print(f"[bold]== {stage.name}[/bold]  [dim]{shlex.join(argv[2:]) if len(argv) < 12 else ' '.join(argv[2:6]) + ' ...'}[/dim]")
     # stderr is passed through so each stage's own progress display reaches the user live.
     proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=None, text=True)

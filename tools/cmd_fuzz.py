@@ -1,0 +1,82 @@
+"""`kgc fuzz [--examples N]`: the Hypothesis state machine (conformance/stateful.py) against the
+coordinator, checking every spec property after every step.
+
+Shows the examples run as they go. A property violation is written as a scenario file (in
+--save, default ./kgc-fuzz) that `kgc replay` runs. Exit 0 when no example broke a property, 10
+when one did, 21 when the coordinator or the driver raised, 1 for bad usage.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from kgc.tools.exit_codes import ExitCode
+
+__all__ = ["fuzz_command", "register"]
+
+EXIT_PASS = int(ExitCode.PASSED)
+EXIT_VIOLATED = int(ExitCode.SAFETY_VIOLATED)
+EXIT_ERROR = int(ExitCode.TLC_ERROR)
+EXIT_USAGE = int(ExitCode.USAGE)
+
+
+def fuzz_command(
+    examples: Annotated[Optional[int], typer.Option(min=1, help="Examples to try (default: the profile's).")] = None,
+    steps: Annotated[Optional[int], typer.Option(min=1, help="Steps per example (default: the profile's).")] = None,
+    profile: Annotated[str, typer.Option(help="Hypothesis profile: ci (quick, derandomized) or deep.")] = "deep",
+    bug: Annotated[Optional[str], typer.Option(envvar="KGC_IMPL_BUG", help="Seeded implementation bug (conformance/seeded_bugs.py).")] = None,
+    save: Annotated[Path, typer.Option(help="Folder for the scenario file of a failing example.")] = Path("kgc-fuzz"),
+) -> None:
+    """Hypothesis stateful testing: consumers, time, failovers and stray requests against the
+    coordinator; every spec property checked after every step."""
+    from kgc.conformance.seeded_bugs import coordinator_class
+    from kgc.conformance.stateful import fuzz
+
+    if profile not in ("ci", "deep"):
+        typer.echo(f"kgc fuzz: error: unknown profile {profile!r} (ci, deep)", err=True)
+        raise typer.Exit(EXIT_USAGE)
+    try:
+        cls = coordinator_class(bug)
+    except KeyError as e:
+        typer.echo(f"kgc fuzz: error: {e.args[0]}", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
+
+    tty = sys.stdout.isatty()
+    started = time.monotonic()
+    last = [0.0]
+
+    def progress(n: int) -> None:
+        now = time.monotonic()
+        if tty:
+            if now - last[0] > 0.2:
+                last[0] = now
+                typer.echo(f"\rexamples: {n} ({now - started:.0f} s)", nl=False)
+        elif n % 100 == 0:
+            typer.echo(f"examples: {n} ({now - started:.0f} s)")
+
+    result = fuzz(cls, profile=profile, examples=examples, steps=steps, save_dir=save,
+                  on_example=progress)
+    if tty:
+        typer.echo("")
+    took = time.monotonic() - started
+    head = f"kgc fuzz ({cls.__name__}, profile {profile}): {result.examples} examples in {took:.1f} s"
+    if result.violation is not None:
+        v = result.violation
+        typer.echo(f"{head}: PROPERTY VIOLATED {v}")
+        if v.scenario is not None:
+            typer.echo(f"scenario: {v.scenario} (kgc replay {v.scenario})")
+        raise typer.Exit(EXIT_VIOLATED)
+    if result.error is not None:
+        typer.echo(f"{head}: ERROR {type(result.error).__name__}: {result.error}")
+        raise typer.Exit(EXIT_ERROR)
+    typer.echo(f"{head}: no property violated")
+    raise typer.Exit(EXIT_PASS)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("fuzz")(fuzz_command)

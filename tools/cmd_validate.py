@@ -1,0 +1,123 @@
+"""`kgc validate TRACES...`: check with TLC that recorded implementation runs are behaviours of
+the spec (implementation -> spec conformance; conformance/validate.py).
+
+TRACES are recorded-trace files (conformance/recorded_trace.py) or folders of them (*.json).
+Runs can also be recorded first: `--scenarios PATH` (scenario files or folders, lifted to spec
+steps) and `--random N` (N runs of consumers doing what the spec allows, `--steps` long), with
+`--bug NAME` (or KGC_IMPL_BUG) to record a seeded-bug coordinator and `--out DIR` to keep the
+recorded traces. One line per trace (`OK` / `FAIL name: step N Action [origin]: why; what
+differs`), then a summary with traces per minute.
+
+Exit 0 when every trace is a behaviour of the spec, 10 when one is not, 20 when TLC could not
+check a batch (the spec or the generated module did not parse, TLC crashed), 1 for bad usage.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, List, Optional
+
+import typer
+
+from kgc.tools.exit_codes import ExitCode
+
+__all__ = ["register", "validate_command"]
+
+EXIT_PASS = int(ExitCode.PASSED)
+EXIT_UNEXPLAINED = int(ExitCode.SAFETY_VIOLATED)
+EXIT_TLC = int(ExitCode.SPEC_ERROR)
+EXIT_USAGE = int(ExitCode.USAGE)
+
+
+def _trace_files(paths: List[Path]) -> list[Path]:
+    files: list[Path] = []
+    for p in paths:
+        p = Path(p)
+        files.extend(sorted(p.rglob("*.json")) if p.is_dir() else [p])
+    return files
+
+
+def validate_command(
+    traces: Annotated[Optional[List[Path]], typer.Argument(help="Recorded traces, or folders of them.")] = None,
+    scenarios: Annotated[List[Path], typer.Option("--scenarios", help="Record these scenario files (or folders) first.")] = [],
+    random_runs: Annotated[int, typer.Option("--random", min=0, help="Record this many random runs first.")] = 0,
+    steps: Annotated[int, typer.Option(min=1, help="Steps per random run.")] = 50,
+    seed: Annotated[int, typer.Option(help="First seed of the random runs.")] = 0,
+    bug: Annotated[Optional[str], typer.Option(envvar="KGC_IMPL_BUG", help="Record a seeded-bug coordinator (conformance/seeded_bugs.py).")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="Write the recorded traces here.")] = None,
+    jobs: Annotated[Optional[int], typer.Option(min=1, help="TLC processes at a time (default: one per core).")] = None,
+    classic: Annotated[bool, typer.Option("--classic", help="Also check TraceNotFinished as an invariant (TLC prints each matched trace: slower).")] = False,
+    work_dir: Annotated[Optional[Path], typer.Option("--keep", help="Keep the generated modules and TLC output in this folder.")] = None,
+    timeout: Annotated[Optional[float], typer.Option(min=1, help="Seconds per TLC run.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only failing traces and the summary.")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="Print a JSON summary as the last line.")] = False,
+) -> None:
+    """Check with TLC that recorded implementation runs are behaviours of the spec; name, for
+    each run that is not, the first step the spec cannot explain."""
+    from kgc.conformance.recorded_trace import read_trace, write_trace
+    from kgc.conformance.seeded_bugs import coordinator_class
+    from kgc.conformance.validate import ValidationError, validate_traces
+
+    try:
+        cls = coordinator_class(bug)
+    except KeyError as e:
+        typer.echo(f"kgc validate: error: {e.args[0]}", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
+    recorded = []
+    try:
+        recorded += [read_trace(f) for f in _trace_files(list(traces or []))]
+        if scenarios:
+            from kgc.conformance.recorder import record_scenario_file
+            files = [f for f in _trace_files(list(scenarios))]
+            recorded += [record_scenario_file(f, cls) for f in files]
+        if random_runs:
+            from kgc.conformance.recorder import RANDOM_RUN_CONSTANTS, random_run
+            recorded += [random_run(RANDOM_RUN_CONSTANTS, steps, s, coordinator_class=cls)
+                         for s in range(seed, seed + random_runs)]
+    except (OSError, ValueError) as e:
+        typer.echo(f"kgc validate: error: {e}", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
+    if not recorded:
+        typer.echo("kgc validate: error: no traces (give files, --scenarios or --random)", err=True)
+        raise typer.Exit(EXIT_USAGE)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        for n, t in enumerate(recorded):
+            write_trace(out / f"{n:05d}-{_slug(t.name)}.json", t)
+
+    try:
+        report = validate_traces(recorded, jobs=jobs, classic=classic, work_dir=work_dir,
+                                 keep=work_dir is not None, timeout=timeout)
+    except (ValidationError, ValueError) as e:
+        typer.echo(f"kgc validate: error: {e}", err=True)
+        raise typer.Exit(EXIT_TLC) from None
+    for v in report.verdicts:
+        if not quiet or not v.matched:
+            typer.echo(v.line())
+    for e in report.errors:
+        typer.echo(f"ERROR {e}")
+    failed = sum(1 for v in report.verdicts if not v.matched)
+    per_minute = len(report.verdicts) / report.seconds * 60 if report.seconds else 0.0
+    typer.echo(f"kgc validate ({cls.__name__}): {len(report.verdicts)} traces, "
+               f"{report.states - len(recorded)} steps: {len(report.verdicts) - failed} behaviours "
+               f"of the spec, {failed} not; {report.tlc_runs} TLC batches in "
+               f"{report.seconds:.1f} s ({per_minute:.0f} traces/min)")
+    code = EXIT_TLC if report.errors else EXIT_UNEXPLAINED if failed else EXIT_PASS
+    if json_output:
+        typer.echo(json.dumps({
+            "traces": len(report.verdicts), "failed": failed, "seconds": round(report.seconds, 2),
+            "errors": report.errors,
+            "failures": [{"trace": v.name, "step": v.failed_step, "action": v.action,
+                          "origin": v.origin, "reason": v.reason,
+                          "diffs": [str(d) for d in v.diffs]}
+                         for v in report.verdicts if not v.matched]}))
+    raise typer.Exit(code)
+
+
+def _slug(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in name)[:80]
+
+
+def register(app: typer.Typer) -> None:
+    app.command("validate")(validate_command)
