@@ -34,6 +34,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -109,6 +110,10 @@ _ACTION_INDEX = {name: n for n, name in enumerate(ACTIONS, start=1)}
 MAX_CLIENTS = 63
 
 _PROGRESS = re.compile(r'<<"@kgc", (\d+), (\d+)>>')
+
+#: Seconds spent writing modules and running TLC, summed over batches (for benchmarks).
+TIMINGS: dict[str, float] = {"build": 0.0, "tlc": 0.0}
+_TIMING_LOCK = threading.Lock()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -485,6 +490,7 @@ def _run(traces: Sequence[RecordedTrace], run_dir: Path, spec: Path, *,
          stop_at: Sequence[int] | None = None, timeout: float | None = None,
          invariants: str = "TraceDone") -> tuple[Any, Path]:
     module = "TraceDiag" if stop_at is not None else "TraceCheck"
+    started = time.monotonic()
     text, cfg = build_module(traces, module, spec.read_text(encoding="utf-8"), stop_at=stop_at,
                              invariants=invariants)
     src = run_dir / "src"
@@ -501,7 +507,11 @@ def _run(traces: Sequence[RecordedTrace], run_dir: Path, spec: Path, *,
                  tlc_options=options, display_paths={spec.name: str(spec)})
     tlc_dir = run_dir / "tlc"
     tlc_dir.mkdir()
+    built = time.monotonic()
     result = run_tlc(job, tlc_dir)
+    with _TIMING_LOCK:
+        TIMINGS["build"] += built - started
+        TIMINGS["tlc"] += time.monotonic() - built
     _require_verdict(result, tlc_dir / "tlc.out", violations)
     return result, tlc_dir / "tlc.out"
 
@@ -695,18 +705,12 @@ def _batches(traces: Sequence[RecordedTrace], jobs: int, max_states: int) -> lis
     for members in groups.values():
         total = sum(len(traces[n].states) for n in members)
         pieces = max(1, min(len(members), max(math.ceil(total / max_states), jobs if total > 2000 else 1)))
-        target = math.ceil(total / pieces)
-        chunk: list[int] = []
+        chunks: list[list[int]] = [[] for _ in range(pieces)]
         states = 0
-        for n in members:
-            size = len(traces[n].states)
-            if chunk and states + size > target:
-                out.append(chunk)
-                chunk, states = [], 0
-            chunk.append(n)
-            states += size
-        if chunk:
-            out.append(chunk)
+        for n in members:      # piece k takes the traces whose states start in its k-th share
+            chunks[min(pieces - 1, states * pieces // total)].append(n)
+            states += len(traces[n].states)
+        out.extend(c for c in chunks if c)
     return out
 
 

@@ -256,20 +256,22 @@ class DelayedOperationPurgatory:
         if op.try_complete():
             return True
         watchers = self._watchers
-        for key in watch_keys:
+        if len(watch_keys) == 1:
+            account = self
+            key = watch_keys[0]
             v = watchers.get(key)
             if v is None:
                 watchers[key] = op
-            elif v.__class__ is list:
-                v.append(op)
-            elif v._completed:
-                watchers[key] = op      # a purge of this key for free: the one op there is done
-                if v._delayed_in is self:
-                    v._delayed_in = None
-                    self._garbage -= 1
             else:
-                watchers[key] = [v, op]
-        account = self if len(watch_keys) == 1 else self._multi
+                self._watch_existing(key, v, op)
+        else:
+            account = self._multi
+            for key in watch_keys:
+                v = watchers.get(key)
+                if v is None:
+                    watchers[key] = op
+                else:
+                    self._watch_existing(key, v, op)
         if op.try_complete():
             done = True
         else:
@@ -288,6 +290,19 @@ class DelayedOperationPurgatory:
         if garbage > self._purge_interval and garbage * 4 >= self._delayed:
             self._purge()
         return done
+
+    def _watch_existing(self, key: Hashable, v: DelayedOperation | list[DelayedOperation],
+                        op: DelayedOperation) -> None:
+        """Add ``op`` to the non-empty watcher entry ``v`` of ``key``."""
+        if v.__class__ is list:
+            v.append(op)
+        elif v._completed:
+            self._watchers[key] = op    # a purge of this key for free: the one op there is done
+            if v._delayed_in is self:
+                v._delayed_in = None
+                self._garbage -= 1
+        else:
+            self._watchers[key] = [v, op]
 
     def check_and_complete(self, key: Hashable) -> int:
         """Try to complete every operation watched under ``key``; returns how many completed.

@@ -1134,7 +1134,9 @@ RebalanceCompletes ==
 SyncCompletes ==
     (gstate = "CompletingRebalance") ~> (gstate \in {"Stable", "PreparingRebalance", "Empty"})
 
-SentBy(m) == lastAction'.member = m /\ lastAction'.client # NoClient
+(* A request with member id m, or one that was given m (with Normalize an *)
+(* id comes back into use once nothing refers to it).                      *)
+SentBy(m) == lastAction'.client # NoClient /\ (lastAction'.member = m \/ lastAction'.newMember = m)
 
 (* A member (or pending member) that eventually sends no more requests is  *)
 (* eventually removed for good.                                            *)

@@ -178,3 +178,15 @@ def test_tlc_bench_runs_one_and_two_workers_on_a_toy_model(tmp_path: Path) -> No
     assert [row["workers"] for row in result.rows] == [1, 2]
     assert all(row["outcome"] == "passed" and row["distinct_states"] == 31 * 31 for row in result.rows)
     assert "speedup_2_over_1" in result.summary
+
+
+def test_replay_benchmark_quick_runs_every_measurement() -> None:
+    """The replay benchmark drives real work end to end (coordinator, scenarios, TLC simulate +
+    conform, TLC validate batched and single); quick mode checks it runs and agrees, not speed."""
+    from kgc.tools.bench import BENCHMARKS, BenchOptions
+
+    result = BENCHMARKS["replay"](BenchOptions(quick=True))
+    assert result.ok
+    assert [r["what"] for r in result.rows][:3] == ["coordinator handlers", "kgc replay (scenarios)", "kgc conform"]
+    assert all(r["rate"] > 0 for r in result.rows)
+    assert result.summary["conform_verdicts"]["DIVERGED"] == 0

@@ -32,9 +32,9 @@ def _tlc(options: BenchOptions) -> BenchResult:
 
 
 def _replay(options: BenchOptions) -> BenchResult:
-    raise BenchUnavailable(
-        "replay benchmark not yet available: register a function in "
-        "kgc.tools.bench.BENCHMARKS['replay'] (BenchOptions -> BenchResult)")
+    from kgc.tools.bench.replay_bench import replay_benchmark
+
+    return replay_benchmark(options)
 
 
 def _plot_purgatory(result: BenchResult, path: Path) -> Path:
