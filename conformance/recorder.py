@@ -33,9 +33,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional
 
-from kgc.conformance.abstraction import (GROUP_ID, AbstractionError, TIMER_STEPS, SpecConstants, StepResult, World,
-                                         abstract_state, apply_action, not_enabled,
-                                         timer_record)
+from kgc.conformance.abstraction import (GROUP_ID, AbstractionError, SpecConstants,
+                                         StepResult, World, abstract_state, apply_action,
+                                         not_enabled, timer_record)
 from kgc.conformance.recorded_trace import RecordedTrace, TraceConstants
 from kgc.impl.coordinator import GroupCoordinator, LeaveMemberIdentity
 from kgc.impl.group import GroupState

@@ -12,8 +12,9 @@ example is written as a scenario file (`save_scenario`) that `kgc replay` runs: 
 expectations are what the unmodified coordinator answers to the same requests, so the file
 fails wherever the tested coordinator departs from it.
 
-Profiles: "ci" (quick, derandomized: the same examples on every run) and "deep"
-(`kgc fuzz --examples N`).
+Profiles (registered with Hypothesis as kgc-ci and kgc-deep; `fuzz(profile="ci")`): "ci"
+(quick, derandomized: the same examples on every run, no shrinking) and "deep" (`kgc fuzz
+--examples N`: random, shrinks a failing example before saving it).
 """
 
 from __future__ import annotations
@@ -45,12 +46,13 @@ DEFAULT_CONSTANTS = SpecConstants(clients=("c1", "c2", "c3"), num_ids=8, session
                                   initial_delay=1, new_member_timeout=3000, max_group_size=2,
                                   max_failovers=2, ms_per_unit=100)
 
+PROFILES = {"ci": "kgc-ci", "deep": "kgc-deep"}
 settings.register_profile(
-    "ci", max_examples=60, stateful_step_count=40, deadline=None, database=None,
+    PROFILES["ci"], max_examples=100, stateful_step_count=40, deadline=None, database=None,
     derandomize=True, suppress_health_check=list(HealthCheck), print_blob=False,
     phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target])
 settings.register_profile(
-    "deep", max_examples=2000, stateful_step_count=60, deadline=None, database=None,
+    PROFILES["deep"], max_examples=2000, stateful_step_count=60, deadline=None, database=None,
     suppress_health_check=list(HealthCheck))
 
 
@@ -344,7 +346,7 @@ def scenario_from_log(steps: Sequence[dict[str, Any]], constants: SpecConstants,
     (the unmodified coordinator by default): after every step, the response of each request
     answered in it and the group's state. Member ids are written literally: replay generates
     the same ids (member-id seed 0, same client ids, same order)."""
-    from kgc.conformance.replay import World, _response_fields, state_name
+    from kgc.conformance.replay import World, _response_fields
     from kgc.conformance.scenario import parse_step, Scenario, ScenarioConfig
 
     k = constants
@@ -436,7 +438,7 @@ def fuzz(coordinator_class: type[GroupCoordinator] = GroupCoordinator, *,
 
     machine = machine_for(coordinator_class, constants=constants, save_dir=save_dir,
                           on_example=started)
-    base = settings.get_profile(profile)
+    base = settings.get_profile(PROFILES.get(profile, profile))
     chosen = settings(base, max_examples=examples or base.max_examples,
                       stateful_step_count=steps or base.stateful_step_count)
     try:

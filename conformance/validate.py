@@ -108,6 +108,7 @@ ACTIONS: dict[str, str] = {
 }
 _ACTION_INDEX = {name: n for n, name in enumerate(ACTIONS, start=1)}
 MAX_CLIENTS = 63
+MAX_EXPLAINED = 50      # failures per batch diagnosed (each prints a short error trace)
 
 _PROGRESS = re.compile(r'<<"@kgc", (\d+), (\d+)>>')
 
@@ -291,8 +292,10 @@ class _ViewWriter:
                 n = 0
                 for f, k, r in pk:
                     x = items[f]
-                    n = n * r + ((1 if x is True else 0) if k == "bool" else codes.get(x, len(codes) + 1))
-                return "<<" + ", ".join([str(n)] + [_scalar(k, items[f], codes, index) for f, k in pl]) + ">>"
+                    code = (1 if x is True else 0) if k == "bool" else codes.get(x, len(codes) + 1)
+                    n = n * r + code
+                rest = [_scalar(k, items[f], codes, index) for f, k in pl]
+                return "<<" + ", ".join([str(n)] + rest) + ">>"
 
             return lambda v: "<<" + ", ".join(timer(t) for t in v) + ">>"
         if kind == "record":
@@ -402,7 +405,8 @@ def build_module(traces: Sequence[RecordedTrace], module: str, spec_text: str, *
     writer = _ViewWriter(shape, clients, codes)
     for n, trace in enumerate(traces, start=1):
         last = len(trace.states) if stop_at is None else stop_at[n - 1] + 1
-        acts.append(f"A{n} == <<" + ",".join(str(action_code(s, clients)) for s in trace.states[:last]) + ">>")
+        codes_of = (str(action_code(s, clients)) for s in trace.states[:last])
+        acts.append(f"A{n} == <<" + ",".join(codes_of) + ">>")
         for k, s in enumerate(trace.states[:last], start=1):
             obs.append(f"<<{n}, {k}, {writer.text(s)}>>")
 
@@ -413,7 +417,8 @@ def build_module(traces: Sequence[RecordedTrace], module: str, spec_text: str, *
     lines.append("Acts == <<" + ", ".join(f"A{n}" for n in range(1, len(traces) + 1)) + ">>")
     lines.append("CLs == <<" + ", ".join(_ident(c) for c in clients) + ">>")
     lines.append("SC == (" + " @@ ".join(f'"{s}" :> {i}' for s, i in codes.items()) + ")")
-    lines.append("CI == (NoClient :> 0 @@ " + " @@ ".join(f"{_ident(c)} :> {i}" for i, c in enumerate(clients, start=1)) + ")")
+    indices = (f"{_ident(c)} :> {i}" for i, c in enumerate(clients, start=1))
+    lines.append("CI == (NoClient :> 0 @@ " + " @@ ".join(indices) + ")")
     lines.append("B_(x) == IF x THEN 1 ELSE 0")
     if "timers" in shape.variables:
         packed, plain = _packed_fields(shape)
@@ -424,11 +429,13 @@ def build_module(traces: Sequence[RecordedTrace], module: str, spec_text: str, *
         items = ", ".join([pack] + [_conv(FIELD_TYPES["timers"][f], "t." + f) for f in plain])
         lines.append(f"PT1_(t) == <<{items}>>")
         lines.append("PT_(ts) == IF ts = <<>> THEN <<>> ELSE [k_ \\in 1..Len(ts) |-> PT1_(ts[k_])]")
-    lines.append("View == <<" + ",\n         ".join(_projection(v, shape, clients) for v in shape.variables) + ">>")
+    parts = (_projection(v, shape, clients) for v in shape.variables)
+    lines.append("View == <<" + ",\n         ".join(parts) + ">>")
     lines.append("C_(a) == CLs[(a \\div 2) % 64]")
     lines.append("F_(a) == a % 2 = 1")
     arms = [f"a \\div 128 = {_ACTION_INDEX[name]} -> {call}" for name, call in ACTIONS.items()]
-    lines.append("Do(a) ==\n    CASE a < 0 -> AdvanceTime\n      [] " + "\n      [] ".join(arms) + "\n      [] OTHER -> FALSE")
+    lines.append("Do(a) ==\n    CASE a < 0 -> AdvanceTime\n      [] " + "\n      [] ".join(arms)
+                 + "\n      [] OTHER -> FALSE")
     lines += [
         "TraceInit == tr \\in 1..Len(Acts) /\\ ti = 1 /\\ Init /\\ ToString(<<tr, 1, View>>) \\in Obs",
         "Matches(k) == ToString(<<tr, k, View'>>) \\in Obs",
@@ -442,7 +449,8 @@ def build_module(traces: Sequence[RecordedTrace], module: str, spec_text: str, *
     if stop_at is None:
         lines.append("         ELSE Do(a) /\\ ti' = ti + 1 /\\ Matches(ti + 1)")
     else:
-        lines.append("         ELSE Do(a) /\\ ti' = ti + 1 /\\ (ti + 1 < Len(Acts[tr]) => Matches(ti + 1))")
+        lines.append("         ELSE Do(a) /\\ ti' = ti + 1"
+                     " /\\ (ti + 1 < Len(Acts[tr]) => Matches(ti + 1))")
     lines += [
         "TraceNotFinished == ti < Len(Acts[tr])",
         'TraceDone == TraceNotFinished \\/ PrintT(<<"@kgc", tr, ti>>)',
@@ -665,6 +673,9 @@ def diagnose(traces: Sequence[RecordedTrace], verdicts: Sequence[TraceVerdict], 
     """Fill in `reason` and `diffs` of the failed verdicts (in place)."""
     spec = spec or _spec_file()
     failing = [(t, v) for t, v in zip(traces, verdicts) if not v.matched and v.failed_step]
+    for _, v in failing[MAX_EXPLAINED:]:
+        v.reason = v.reason or f"not diagnosed (only the first {MAX_EXPLAINED} failures of a batch are)"
+    failing = failing[:MAX_EXPLAINED]
     if not failing:
         return
     sub = [t for t, _ in failing]

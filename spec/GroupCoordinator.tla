@@ -953,8 +953,13 @@ ClientStepBy(c) == lastAction'.client = c /\ lastAction'.name \in ClientStepName
 DisturbStep == \/ lastAction'.name \in {"LeaveGroup", "ClientCrash", "ClientAbandon", "ClientRejoin"}
                \/ lastAction'.name = "JoinGroupKnownMember" /\ lastAction'.flag
 
-(* Weak fairness of Tick: Tick is enabled exactly when a timer is live.   *)
-TimeFair == []<>(timers = <<>>) \/ []<><<TickStep>>_vars
+(* Time is fair and not Zeno: while timers are live, the clock advances   *)
+(* again and again (so every live timer fires or is cancelled).  This     *)
+(* implies weak fairness of Tick, which is enabled exactly while a timer   *)
+(* is live, and rules out behaviours doing infinitely much in no time     *)
+(* (e.g. a member joining and leaving for ever while a rebalance timeout  *)
+(* of 0 keeps firing ahead of every other timer).                         *)
+TimeFair == []<>(timers = <<>>) \/ []<><<lastAction'.dt > 0>>_vars
 
 (* Spec, fair to time only: clients may crash, stop, or keep heartbeating. *)
 FairSpec == Spec /\ TimeFair
@@ -1144,26 +1149,26 @@ SilentMemberRemoved ==
     \A m \in MemberIds :
         (<>[][~SentBy(m)]_vars) => <>[](m \notin members \cup pending)
 
-(* Something a client still has to do before time may pass, if it is      *)
-(* prompt: restart, join, sync, or heartbeat before its session timer      *)
-(* fires (it is the head timer and the next Tick would fire it).  Needs    *)
-(* Session >= 2, or heartbeating would never let time pass.                *)
-Urgent ==
-    \E c \in Clients :
-        \/ cphase[c] \in {"Down", "Unjoined", "Joined"}
-        \/ /\ cphase[c] \in {"SyncWait", "Stable"}
-           /\ timers # <<>> /\ Head(timers).kind = "Heartbeat" /\ ~Head(timers).stale
-           /\ Head(timers).member = cmember[c] /\ Head(timers).deadline <= now + 1
+(* A client has something to do before time may pass, if it is prompt:   *)
+(* restart, join or sync.                                                  *)
+ClientsBusy == \E c \in Clients : cphase[c] \in {"Down", "Unjoined", "Joined"}
+
+(* A session timeout fires for a member whose client is alive and          *)
+(* heartbeating: that client was not prompt.                               *)
+SlowHeartbeat ==
+    /\ lastAction'.name = "SessionTimeoutExpiry"
+    /\ \E c \in Clients : cphase[c] \in {"Joined", "SyncWait", "Stable"} /\ cmember[c] = lastAction'.member
 
 (* ClientStep(c) is enabled in every phase but JoinWait (given a free     *)
 (* member id, which Normalize provides while NumIds >= 2 * |Clients|).     *)
 ClientFair(c) == []<>(cphase[c] = "JoinWait") \/ []<><<ClientStepBy(c)>>_vars
 
 (* Every client alive and prompt: eventually no more disturbances (crash,  *)
-(* leave, abandon, rejoin, metadata change) and time passes only when no   *)
-(* client has something to do; every client's protocol steps are fair.    *)
+(* leave, abandon, rejoin, metadata change), time passes only while no     *)
+(* client has a request to send, and no live client misses a heartbeat;   *)
+(* every client's protocol steps are fair.                                 *)
 Prompt ==
-    /\ <>[][~DisturbStep /\ ~(TickStep /\ Urgent)]_vars
+    /\ <>[][~DisturbStep /\ ~(TickStep /\ ClientsBusy) /\ ~SlowHeartbeat]_vars
     /\ \A c \in Clients : ClientFair(c)
 
 EventuallyStable == Prompt => <>[](gstate = "Stable")
