@@ -47,16 +47,15 @@ def _wheel_operation() -> type:
         from kgc.impl.purgatory import DelayedOperation
 
         class BenchOperation(DelayedOperation):
-            """Kafka's FakeOperation: completes once its outside event has happened."""
+            """Kafka's FakeOperation: completes once its outside event has happened.
 
-            __slots__ = ("op_id", "satisfied", "expired")
+            ``satisfied`` and ``expired`` are class attributes of a per-adapter subclass, so an
+            operation carries one field of its own (its id), as asyncio's handle does.
+            """
 
-            def __init__(self, delay_ms: int, op_id: int, satisfied: bytearray,
-                         expired: bytearray) -> None:
-                super().__init__(delay_ms)
-                self.op_id = op_id
-                self.satisfied = satisfied
-                self.expired = expired
+            __slots__ = ("op_id",)
+            satisfied: bytearray
+            expired: bytearray
 
             def try_complete(self) -> bool:
                 if self.satisfied[self.op_id]:
@@ -74,7 +73,16 @@ def _wheel_operation() -> type:
 
 
 class WheelPurgatory:
-    """kgc.impl's timing-wheel purgatory; the operation's id is its only watch key."""
+    """kgc.impl's timing-wheel purgatory; the operation's id is its only watch key.
+
+    Used as Kafka's TestPurgatoryPerformance uses its purgatory: a new operation per request,
+    ``try_complete_else_watch`` (tryComplete, watch, tryComplete, arm the timer), expiry by
+    the timer. Kafka's benchmark completes an operation by calling ``forceComplete`` on the
+    reference its completion queue holds; here the outside event reaches the purgatory the
+    way it does in a broker or this coordinator, through the operation's key
+    (``check_and_complete``), so the purgatory's own watcher map is the id-to-operation index
+    and the adapter keeps none (the heap adapter needs its own dict for that).
+    """
 
     name = "wheel"
 
@@ -85,7 +93,8 @@ class WheelPurgatory:
 
         self.expired = expired
         self._satisfied = satisfied
-        self._operation = _wheel_operation()
+        self._operation = type("BenchOperation", (_wheel_operation(),),
+                               {"__slots__": (), "satisfied": satisfied, "expired": expired})
         self._clock = VirtualClock()
         self._timer = SystemTimer(self._clock)
         self._purgatory = DelayedOperationPurgatory("bench", self._timer)
@@ -93,7 +102,9 @@ class WheelPurgatory:
         self._check = self._purgatory.check_and_complete
 
     def arrive(self, op_id: int, timeout_ms: int) -> None:
-        self._watch(self._operation(timeout_ms, op_id, self._satisfied, self.expired), (op_id,))
+        op = self._operation(timeout_ms)
+        op.op_id = op_id
+        self._watch(op, (op_id,))
 
     def complete(self, op_id: int) -> None:
         self._satisfied[op_id] = 1
