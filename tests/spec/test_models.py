@@ -148,7 +148,8 @@ def loop_states(run: Run) -> list[dict[str, str]]:
     states = trace_states(run)
     back = run.texts(MSG_BACK_TO)
     if back:
-        m = re.search(r"Back to state (\d+)", back[0])
+        # TLC 2.15 prints "N: Back to state: <Action ...>" (2122), N the state the loop returns to.
+        m = re.search(r"^\s*(\d+): Back to state", back[0]) or re.search(r"Back to state (\d+)", back[0])
         assert m, back[0]
         return states[int(m.group(1)) - 1:]
     assert run.texts(MSG_STUTTER), "a liveness counterexample ends in a loop or in stuttering"
