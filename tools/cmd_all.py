@@ -102,13 +102,14 @@ def _generic_headline(stdout: str, s: dict[str, Any]) -> str:
     return tail[-1][:200] if tail else ""
 
 
-def default_stages(root: Path, model: str, traces: int, seed: int) -> list[Stage]:
+def default_stages(root: Path, model: str, traces: int, seed: int, check_timeout: int = 3600) -> list[Stage]:
     """The harness in the order data flows: the implementation against the scenario contract,
     the spec against its properties (TLC), the two against each other, then the proofs."""
     kgc = [sys.executable, "-m", "kgc.tools.cli"]
     return [
         Stage("replay", lambda run: kgc + ["replay", *_scenario_files(root)], _replay_headline, json_last_line=False),
-        Stage("check", lambda run: kgc + ["check", "--model", model, "--json", "--out", str(run / "check")], _check_headline),
+        Stage("check", lambda run: kgc + ["check", "--model", model, "--workers", "2", "--timeout", str(check_timeout),
+                                          "--json", "--out", str(run / "check")], _check_headline),
         Stage(
             "conform",
             lambda run: kgc + ["conform", str(run / "traces"), "--model", model, "--json"],
@@ -166,6 +167,7 @@ def all_command(
     seed: Annotated[int, typer.Option(help="Seed for the simulated traces.")] = 1,
     out: Annotated[Path | None, typer.Option(help="Run folder; default runs/all-<time>/.")] = None,
     only: Annotated[str | None, typer.Option(help="Comma-separated stage names to run.")] = None,
+    check_timeout: Annotated[int, typer.Option(help="Seconds TLC may take in the check stage (exit 22 after).")] = 3600,
 ) -> None:
     """The main job: replay the scenarios, TLC-check the model, conform spec and implementation
     both ways, prove the invariants; a summary table and runs/all-*/report.html at the end."""
@@ -174,7 +176,7 @@ def all_command(
     console = Console(stderr=True)
     root = Path.cwd()
     run_dir = out or Path("runs") / time.strftime("all-%Y%m%d-%H%M%S")
-    stages = default_stages(root, model, traces, seed)
+    stages = default_stages(root, model, traces, seed, check_timeout)
     if only:
         wanted = {s.strip() for s in only.split(",")}
         unknown = wanted - {s.name for s in stages}
