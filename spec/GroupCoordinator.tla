@@ -28,9 +28,8 @@
 (*                                                                         *)
 (* Member ids.  Ids are 1..NumIds, handed out in order (nextId), so an     *)
 (* implementation trace maps onto spec ids by order of first appearance.   *)
-(* NoMember (0) is the empty member id "".  When the ids run out, unknown  *)
-(* members cannot join (a model bound).  With Normalize, an id no variable *)
-(* refers to any more is reused (indistinguishable from a fresh one).      *)
+(* NoMember (0) is the empty member id "".  When the ids run out, a client *)
+(* that needs one gives up (NoIdLeft, a model bound).                      *)
 (*                                                                         *)
 (* Timers.  `now` is a discrete clock and `timers` the live timer tasks of *)
 (* the purgatories, as a sequence ordered by (deadline, creation order):   *)
@@ -47,10 +46,17 @@
 (* appearance; Kafka iterates a HashMap there.  AdvanceTime needs a live   *)
 (* timer: with none, time passing is unobservable, so an implementation    *)
 (* clock may run ahead of now by an offset while no timer is live.         *)
-(* lastAction.dt says how far a step moved the clock.  With Normalize the  *)
-(* clock stays 0 and deadlines are kept relative to it, and generations    *)
-(* older than the current one are all written 0: a finite state space for  *)
-(* liveness checking (no unload/load then).                                *)
+(* lastAction.dt says how far a step moved the clock.                     *)
+(*                                                                         *)
+(* Checking.  Safety models keep the absolute clock (as replay needs) and  *)
+(* fold it with a VIEW (TimeFreeView, GenTimeFreeView: deadlines relative  *)
+(* to now, generations relative to the group's, lastAction dropped).       *)
+(* TLC's liveness checking cannot use a VIEW, so liveness models set       *)
+(* Normalize: the clock stays 0 with deadlines relative to it, generations *)
+(* older than the current one are all written 0, and lastAction keeps     *)
+(* only what the liveness formulas read; no unload/load then.  FairSpec   *)
+(* assumes only that time is fair and not Zeno; client fairness and        *)
+(* promptness are premises of EventuallyStable.                           *)
 (*                                                                         *)
 (* Timer kinds (timers[i].kind) and the Kafka operation behind each:       *)
 (*   "Heartbeat"   DelayedHeartbeat(isPending = false), dur "session"      *)
@@ -136,12 +142,15 @@ VARIABLES
                     \*   response for the current generation (this incarnation)
     genMembers,     \* history: the members the current generation was formed with
                     \*   ({} while a rebalance is under way)
+    leaderLog,      \* history across failovers (kept only when MaxFailovers > 0):
+                    \*   <<generation, member>> for every successful JoinGroup
+                    \*   response naming its own member leader
     lastAction      \* the last step and its parameters
 
 vars == <<now, timers, loaded, gstate, generation, leader, members, pending,
           awaitingJoin, awaitingSync, newMembers, pendingSync, plan, newMemberAdded,
           nextId, store, failovers, cphase, cmember, cgen, cleader, cmembers,
-          cassign, cwait, genLeaders, genMembers, lastAction>>
+          cassign, cwait, genLeaders, genMembers, leaderLog, lastAction>>
 
 NoStore == [exists |-> FALSE, gen |-> 0, leader |-> NoMember, members |-> {}, plan |-> {}]
 
@@ -159,7 +168,7 @@ Cur == [now |-> now, timers |-> timers, loaded |-> loaded, gstate |-> gstate,
         newMemberAdded |-> newMemberAdded, nextId |-> nextId, store |-> store,
         failovers |-> failovers, cphase |-> cphase, cmember |-> cmember, cgen |-> cgen,
         cleader |-> cleader, cmembers |-> cmembers, cassign |-> cassign, cwait |-> cwait,
-        genLeaders |-> genLeaders, genMembers |-> genMembers,
+        genLeaders |-> genLeaders, genMembers |-> genMembers, leaderLog |-> leaderLog,
         ok |-> TRUE, nlNeed |-> {}, jlNeed |-> {}, resp |-> "NONE", newId |-> NoMember, dt |-> 0]
 
 Commit(s, la) ==
@@ -171,11 +180,23 @@ Commit(s, la) ==
     /\ failovers' = s.failovers /\ cphase' = s.cphase /\ cmember' = s.cmember
     /\ cgen' = s.cgen /\ cleader' = s.cleader /\ cmembers' = s.cmembers
     /\ cassign' = s.cassign /\ cwait' = s.cwait /\ genLeaders' = s.genLeaders
-    /\ genMembers' = s.genMembers /\ lastAction' = la
+    /\ genMembers' = s.genMembers /\ leaderLog' = s.leaderLog /\ lastAction' = la
 
+(* lastAction fields: name (the action), client (NoClient for timer and  *)
+(* coordinator steps), member (the request's member id, NoMember for "",   *)
+(* or the firing timer's member), gen (the request's generation, or a     *)
+(* DelayedSync's), flag (requireKnownMemberId of an unknown JoinGroup;    *)
+(* changed metadata of a known one), newMember (the id handed out in this *)
+(* step), resp (the error answered at once, "PARKED" if the request was   *)
+(* parked), dt (how far the clock moved).  With Normalize (liveness       *)
+(* models, not replayed) it keeps only what the liveness formulas read,   *)
+(* so it splits fewer states.                                             *)
 LA(name, c, m, g, flag, s) ==
-    [name |-> name, client |-> c, member |-> m, gen |-> g, flag |-> flag,
-     newMember |-> s.newId, resp |-> s.resp, dt |-> s.dt]
+    IF Normalize
+    THEN [name |-> name, client |-> c, member |-> m, gen |-> NoGen, flag |-> flag,
+          newMember |-> s.newId, resp |-> "", dt |-> IF s.dt > 0 THEN 1 ELSE 0]
+    ELSE [name |-> name, client |-> c, member |-> m, gen |-> g, flag |-> flag,
+          newMember |-> s.newId, resp |-> s.resp, dt |-> s.dt]
 
 (* Kafka picks a new leader by HashMap order (GroupMetadata.remove: the     *)
 (* first remaining member; maybeElectNewJoinedLeader: the first member      *)
@@ -242,19 +263,8 @@ Bump(s) ==
                    !.store = [s.store EXCEPT !.gen = Old(@)]]
     ELSE [s EXCEPT !.generation = @ + 1]
 
-Referenced(s) ==
-    s.members \cup s.pending \cup {s.leader} \cup s.plan \cup s.genMembers \cup s.genLeaders
-    \cup {s.timers[i].member : i \in DOMAIN s.timers}
-    \cup UNION {s.timers[i].olds : i \in DOMAIN s.timers}
-    \cup {s.cmember[c] : c \in Clients} \cup {s.cwait[c] : c \in Clients}
-    \cup UNION {s.cmembers[c] : c \in Clients} \cup UNION {s.cassign[c] : c \in Clients}
-    \cup s.store.members \cup s.store.plan \cup {s.store.leader}
-
-(* GroupMetadata.generateMemberId *)
-NewId(s) ==
-    IF Normalize
-    THEN LET F == MemberIds \ Referenced(s) IN IF F = {} THEN NoMember ELSE Min(F)
-    ELSE IF s.nextId <= NumIds THEN s.nextId ELSE NoMember
+(* GroupMetadata.generateMemberId: ids are fresh, handed out in order. *)
+NewId(s) == IF s.nextId <= NumIds THEN s.nextId ELSE NoMember
 
 -----------------------------------------------------------------------------
 (* Clients receiving responses                                             *)
@@ -295,7 +305,9 @@ DeliverJoin(s, c, r) ==
 (* own member leader.                                                      *)
 NoteLeader(s, r) ==
     IF r.err = "NONE" /\ r.leader = r.member
-    THEN [s EXCEPT !.genLeaders = @ \cup {r.member}] ELSE s
+    THEN [s EXCEPT !.genLeaders = @ \cup {r.member},
+                   !.leaderLog = IF MaxFailovers > 0 THEN @ \cup {<<r.gen, r.member>>} ELSE @]
+    ELSE s
 
 (* The requester gets an immediate JoinGroup response. *)
 ReplyJoin(s, c, r) == [NoteLeader(DeliverJoin(s, c, r), r) EXCEPT !.resp = r.err]
@@ -549,7 +561,7 @@ AcceptJoiningMember(s, mid) ==
 DoNewMemberJoin(s, c, rk, jl) ==
     LET m == NewId(s) IN
     IF m = NoMember THEN [s EXCEPT !.ok = FALSE]      \* model bound: no id left
-    ELSE LET s0 == [s EXCEPT !.nextId = IF Normalize THEN @ ELSE @ + 1, !.newId = m]
+    ELSE LET s0 == [s EXCEPT !.nextId = @ + 1, !.newId = m]
          IN IF rk
             THEN \* addPendingMember, addPendingMemberExpiration, MEMBER_ID_REQUIRED
                  LET s1 == AddTimer([s0 EXCEPT !.pending = @ \cup {m}],
@@ -620,8 +632,7 @@ SyncGroupHandler(s, c) ==
                             s3 == PropagateAssignment([s2 EXCEPT !.plan = P], s2.members, "NONE")
                         IN [s3 EXCEPT !.gstate = "Stable"]
               [] OTHER -> \* Stable: return the current assignment
-                   LET s1 == IF Bug = "stable_sync_keeps_pending" THEN s0
-                             ELSE RemovePendingSyncMember(s0, m)
+                   LET s1 == RemovePendingSyncMember(s0, m)
                    IN ScheduleHeartbeat(ReplySync(s1, c, "NONE"), m)
 
 (* handleHeartbeat *)
@@ -633,6 +644,8 @@ HeartbeatHandler(s, c) ==
        ELSE IF g # s.generation THEN ReplyHeartbeat(s, c, "ILLEGAL_GENERATION")
        ELSE CASE s.gstate = "Empty" -> ReplyHeartbeat(s, c, "UNKNOWN_MEMBER_ID")
               [] s.gstate = "PreparingRebalance" ->
+                   ReplyHeartbeat(ScheduleHeartbeat(s, m), c, "REBALANCE_IN_PROGRESS")
+              [] s.gstate = "Stable" /\ Bug = "stable_heartbeat_rebalance_in_progress" ->
                    ReplyHeartbeat(ScheduleHeartbeat(s, m), c, "REBALANCE_IN_PROGRESS")
               [] OTHER -> ReplyHeartbeat(ScheduleHeartbeat(s, m), c, "NONE")
 
@@ -916,7 +929,7 @@ Init ==
     /\ cgen = [c \in Clients |-> NoGen] /\ cleader = [c \in Clients |-> FALSE]
     /\ cmembers = [c \in Clients |-> {}] /\ cassign = [c \in Clients |-> {}]
     /\ cwait = [c \in Clients |-> NoMember]
-    /\ genLeaders = {} /\ genMembers = {}
+    /\ genLeaders = {} /\ genMembers = {} /\ leaderLog = {}
     /\ lastAction = [name |-> "Init", client |-> NoClient, member |-> NoMember, gen |-> NoGen,
                      flag |-> FALSE, newMember |-> NoMember, resp |-> "NONE", dt |-> 0]
 
@@ -950,7 +963,7 @@ ClientStepNames == {"JoinGroupUnknownMember", "JoinGroupPendingMember", "JoinGro
 TickStep == lastAction'.name \in TickNames
 ClientStepBy(c) == lastAction'.client = c /\ lastAction'.name \in ClientStepNames
                    /\ ~(lastAction'.name = "JoinGroupKnownMember" /\ lastAction'.flag)
-DisturbStep == \/ lastAction'.name \in {"LeaveGroup", "ClientCrash", "ClientAbandon", "ClientRejoin"}
+DisturbStep == \/ lastAction'.name \in {"LeaveGroup", "ClientCrash", "ClientAbandon", "ClientRejoin", "NoIdLeft"}
                \/ lastAction'.name = "JoinGroupKnownMember" /\ lastAction'.flag
 
 (* Time is fair and not Zeno: while timers are live, the clock advances   *)
@@ -975,11 +988,13 @@ TimeFreeView ==
     <<[i \in DOMAIN timers |-> [timers[i] EXCEPT !.deadline = @ - now]],
       loaded, gstate, generation, leader, members, pending, awaitingJoin, awaitingSync,
       newMembers, pendingSync, plan, newMemberAdded, nextId, store, failovers,
-      cphase, cmember, cgen, cleader, cmembers, cassign, cwait, genLeaders, genMembers>>
+      cphase, cmember, cgen, cleader, cmembers, cassign, cwait, genLeaders, genMembers, leaderLog>>
 
-(* The same, and generations taken relative to the group's: the protocol  *)
+(* TimeFreeView, and generations taken relative to the group's: the protocol *)
 (* only compares generations for equality (and tests generation = 0), so  *)
 (* states one rebalance apart in number but alike otherwise are one.      *)
+(* It drops leaderLog too: check GenerationLeaderUniqueAcrossFailovers    *)
+(* with TimeFreeView.                                                     *)
 RelGen(g) == IF g = NoGen THEN NoGen - 1000 ELSE g - generation
 GenTimeFreeView ==
     <<[i \in DOMAIN timers |-> [timers[i] EXCEPT !.deadline = @ - now,
@@ -1025,6 +1040,7 @@ TypeOK ==
     /\ cmembers \in [Clients -> SUBSET MemberIds] /\ cassign \in [Clients -> SUBSET MemberIds]
     /\ cwait \in [Clients -> Ids]
     /\ genLeaders \subseteq MemberIds /\ genMembers \subseteq MemberIds
+    /\ leaderLog \subseteq Nat \X MemberIds
     /\ lastAction.client \in Clients \cup {NoClient}
 
 (* Timers are ordered and none is overdue. *)
@@ -1043,6 +1059,15 @@ SingleLeaderPerGeneration ==
          /\ \A c \in Clients :
               (cphase[c] \in {"Joined", "SyncWait", "Stable"} /\ cmember[c] \in members
                /\ cgen[c] = generation) => (cleader[c] <=> cmember[c] = leader)
+
+(* SingleLeaderPerGeneration's first half across coordinator failovers.   *)
+(* Kafka 3.x breaks it: a generation is written to __consumer_offsets only *)
+(* by the leader's SyncGroup (or on becoming Empty), so after an unload in *)
+(* CompletingRebalance the group comes back at the previous generation and *)
+(* forms the lost generation's number again, possibly with another leader. *)
+(* Checked by models/finding_generation_reuse.cfg (expected to fail).      *)
+GenerationLeaderUniqueAcrossFailovers ==
+    \A p, q \in leaderLog : p[1] = q[1] => p[2] = q[2]
 
 (* No SyncGroup is parked (accepted) while the group prepares a rebalance. *)
 NoSyncInPreparingRebalance ==
@@ -1139,8 +1164,7 @@ RebalanceCompletes ==
 SyncCompletes ==
     (gstate = "CompletingRebalance") ~> (gstate \in {"Stable", "PreparingRebalance", "Empty"})
 
-(* A request with member id m, or one that was given m (with Normalize an *)
-(* id comes back into use once nothing refers to it).                      *)
+(* A request with member id m, or the JoinGroup that was given m.         *)
 SentBy(m) == lastAction'.client # NoClient /\ (lastAction'.member = m \/ lastAction'.newMember = m)
 
 (* A member (or pending member) that eventually sends no more requests is  *)
@@ -1159,12 +1183,13 @@ SlowHeartbeat ==
     /\ lastAction'.name = "SessionTimeoutExpiry"
     /\ \E c \in Clients : cphase[c] \in {"Joined", "SyncWait", "Stable"} /\ cmember[c] = lastAction'.member
 
-(* ClientStep(c) is enabled in every phase but JoinWait (given a free     *)
-(* member id, which Normalize provides while NumIds >= 2 * |Clients|).     *)
+(* ClientStep(c) is enabled in every phase but JoinWait (NoIdLeft covers  *)
+(* a client that needs an id when none is left).                          *)
 ClientFair(c) == []<>(cphase[c] = "JoinWait") \/ []<><<ClientStepBy(c)>>_vars
 
 (* Every client alive and prompt: eventually no more disturbances (crash,  *)
-(* leave, abandon, rejoin, metadata change), time passes only while no     *)
+(* leave, abandon, rejoin, metadata change, and no client left without a   *)
+(* member id by the model's id bound), time passes only while no           *)
 (* client has a request to send, and no live client misses a heartbeat;   *)
 (* every client's protocol steps are fair.                                 *)
 Prompt ==
