@@ -73,17 +73,19 @@ operations):
     genMembers      CompletingRebalance / Stable: G.members when G formed the generation
                     (transition PreparingRebalance -> CompletingRebalance, seen by the
                     observer) or the members loaded by on_group_loaded; otherwise {}
+    leaderLog       with MaxFailovers > 0: <<generation, member>> of every such response, across
+                    every incarnation of the group (failovers); otherwise {}
     lastAction      not part of abstract_state: it is the driver's input; apply_action
                     returns the implementation's own (StepResult.last_action: the client's
                     member and generation, the fired op's member and gen, the id handed out,
                     the clock move), which conform compares with the spec's
 
 Normalize = TRUE (the liveness models): the spec keeps `now` at 0 and deadlines relative to
-it, writes the current generation 1 (0 before the first) and every older one 0, hands out the
-smallest id no variable refers to, and keeps nextId at 1. The abstraction does the same: now =
-0, deadline = (op.deadline_ms() - clock) / K, generations through `World.gen`, and `IdMap`
-frees the spec id of an implementation id once no variable refers to it (`IdMap.retain`,
-called at the end of every abstraction), so ids are reused as the spec reuses them.
+it, writes the current generation 1 (0 before the first) and every older one 0, and keeps in
+lastAction only what its liveness formulas read (gen NoGen, resp "", dt 0 or 1). The
+abstraction does the same: now = 0, deadline = (op.deadline_ms() - clock) / K, generations
+through `World.gen`, and `StepResult.last_action` reduced by `normalized_last_action`. Ids
+are fresh in every model (the spec hands them out in order, as the implementation does).
 """
 
 from __future__ import annotations
@@ -123,7 +125,7 @@ SPEC_VARIABLES: tuple[str, ...] = (
     "now", "timers", "loaded", "gstate", "generation", "leader", "members", "pending",
     "awaitingJoin", "awaitingSync", "newMembers", "pendingSync", "plan", "newMemberAdded",
     "nextId", "store", "failovers", "cphase", "cmember", "cgen", "cleader", "cmembers",
-    "cassign", "cwait", "genLeaders", "genMembers",
+    "cassign", "cwait", "genLeaders", "genMembers", "leaderLog",
 )
 
 #: Spec actions that are one timer firing (SystemTimer.fire_next()).
@@ -256,13 +258,9 @@ def cfg_constants(text: str) -> dict[str, TlaValue]:
 # ----------------------------------------------------------------------------------------------
 
 class IdMap:
-    """Implementation member id <-> spec id (1, 2, ...) by order of first appearance.
+    """Implementation member id <-> spec id (1, 2, ...) by order of first appearance."""
 
-    With `reuse` (Normalize models) a new id gets the smallest spec id not in use, and
-    `retain` frees the spec ids of implementation ids nothing refers to any more."""
-
-    def __init__(self, reuse: bool = False) -> None:
-        self.reuse = reuse
+    def __init__(self) -> None:
         self._spec: dict[str, int] = {"": NO_MEMBER}
         self._impl: dict[int, str] = {NO_MEMBER: ""}
         self._seen = 0
@@ -274,12 +272,7 @@ class IdMap:
             return NO_MEMBER
         got = self._spec.get(impl_id)
         if got is None:
-            if self.reuse:
-                got = 1
-                while got in self._impl:
-                    got += 1
-            else:
-                got = len(self._spec)
+            got = len(self._spec)
             self._spec[impl_id] = got
             self._impl[got] = impl_id
             self._seen += 1
@@ -292,12 +285,8 @@ class IdMap:
     def impl(self, spec_id: int) -> str:
         return self._impl[spec_id]
 
-    def retain(self, spec_ids: frozenset[int] | set[int]) -> None:
-        """Reuse mode: forget every mapped id whose spec id is not in `spec_ids`."""
-        if not self.reuse:
-            return
-        for sid in [i for i in self._impl if i != NO_MEMBER and i not in spec_ids]:
-            del self._spec[self._impl.pop(sid)]
+    def impl_or_none(self, spec_id: int) -> Optional[str]:
+        return self._impl.get(spec_id)
 
     def newest(self, n: int) -> list[str]:
         """The implementation ids of the last `n` registrations still mapped."""
@@ -435,7 +424,7 @@ class World:
                                              member_id_seed=member_id_seed,
                                              observer=_Watcher(self, observer))
         self.clients: dict[str, ClientView] = {c: ClientView(c) for c in constants.clients}
-        self.ids = IdMap(reuse=constants.normalize)
+        self.ids = IdMap()
         self.failovers = 0
         self.offset_ms = 0
         self.step = 0
@@ -738,7 +727,7 @@ def abstract_state(world: World) -> dict[str, TlaValue]:
         "timers": tuple(timer_record(world, op) for op in ops),
         "loaded": world.coordinator.is_coordinator_for(GROUP_ID),
         **live,
-        "nextId": 1 if world.k.normalize else len(ids) + 1,
+        "nextId": len(ids) + 1,
         "store": _store(world),
         "failovers": world.failovers,
         "cphase": per_client(lambda v: v.phase),
@@ -748,28 +737,10 @@ def abstract_state(world: World) -> dict[str, TlaValue]:
         "cmembers": per_client(lambda v: frozenset(ids.spec(m) for m in v.members)),
         "cassign": per_client(lambda v: frozenset(ids.spec(m) for m in v.assign)),
         "cwait": per_client(lambda v: ids.spec(v.wait)),
+        "leaderLog": (frozenset((g_gen, ids.spec(m)) for _, g_gen, m in world.self_leaders)
+                      if world.k.max_failovers > 0 else frozenset()),
     }
-    if ids.reuse:
-        ids.retain(referenced(state))
     return {name: state[name] for name in SPEC_VARIABLES}
-
-
-def referenced(state: Mapping[str, Any]) -> frozenset[int]:
-    """The spec's Referenced(s): every member id some variable mentions."""
-    out: set[int] = set(state["members"]) | set(state["pending"]) | {state["leader"]}
-    out |= state["plan"] | state["genMembers"] | state["genLeaders"]
-    for t in state["timers"]:
-        out.add(t["member"])
-        out |= t["olds"]
-    for name in ("cmember", "cwait"):
-        out.update(state[name].values())
-    for name in ("cmembers", "cassign"):
-        for v in state[name].values():
-            out |= v
-    st = state["store"]
-    out |= st["members"] | st["plan"] | {st["leader"]}
-    out.discard(NO_MEMBER)
-    return frozenset(out)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -926,12 +897,67 @@ def _leave(world: World, c: str, res: StepResult) -> None:
                                          world._callback(c, token, "leave"))
 
 
-def _fire(world: World, res: StepResult) -> None:
+def _fire(world: World, res: StepResult, chosen: Any = None) -> None:
+    """Fire the earliest timer task, or `chosen`, one that ties with it (see `tie_to_fire`)."""
+    if chosen is not None:
+        res.fired = timer_record(world, chosen)
+        deadline = chosen.deadline_ms()
+        res.requests.append(f"{type(chosen).__name__}.run() at {deadline} (a tie: HashMap order)")
+        world.clock.set_ms(deadline)
+        chosen.run()
+        res.ran = 1
+        return
     tasks = world.timer.live_tasks()
     if tasks:
         res.fired = timer_record(world, tasks[0])
     res.requests.append("SystemTimer.fire_next()")
     res.ran = 1 if world.timer.fire_next() else 0
+
+
+def tie_to_fire(world: World, spec_head: Mapping[str, Any]) -> Any:
+    """The live op to fire for the spec's head timer when the implementation's head is another
+    timer made in the same step with the same deadline, else None.
+
+    Kafka creates such timers while iterating a HashMap of member ids (onCompleteJoin,
+    propagateAssignment, onGroupLoaded), so which of them fires first is unspecified: the
+    spec creates them in ascending id, the implementation in join order. Firing the spec's
+    one is what Kafka does for some HashMap order; timers not made together keep their order.
+    """
+    ops = world.ops
+    if not ops or timer_record(world, ops[0]) == spec_head:
+        return None
+    head = ops[0]
+    batch = world.born_step(head)
+    for op in ops[1:]:
+        if op.deadline_ms() != head.deadline_ms():
+            break
+        if world.born_step(op) == batch and timer_record(world, op) == spec_head:
+            return op
+    return None
+
+
+def prefer_leader(world: World, spec_leader: int) -> None:
+    """Put the spec's new leader first in the group's member order.
+
+    Kafka elects a new leader as the first member of a HashMap (GroupMetadata.remove: any
+    remaining member; maybeElectNewJoinedLeader: any member awaiting join), so the choice is
+    unspecified and the spec lets any candidate lead. The implementation takes the first in
+    its dict order; moving the spec's choice to the front makes it elect that one whenever it
+    is a candidate, and changes nothing else the spec observes (timers made together are
+    compared as a set). A member the implementation would not elect at all stays a divergence.
+    """
+    group = world.group
+    if group is None or spec_leader == NO_MEMBER:
+        return
+    impl_id = world.ids.impl_or_none(spec_leader)
+    members = group.members
+    if impl_id is None or impl_id not in members or next(iter(members)) == impl_id:
+        return
+    first = members.pop(impl_id)
+    rest = list(members.items())
+    members.clear()
+    members[impl_id] = first
+    members.update(rest)
 
 
 def _advance(world: World, units: int, res: StepResult) -> None:
@@ -940,7 +966,7 @@ def _advance(world: World, units: int, res: StepResult) -> None:
     res.ran = world.timer.advance_to(target)
 
 
-def apply_action(world: World, la: Mapping[str, Any]) -> StepResult:
+def apply_action(world: World, la: Mapping[str, Any], fire: Any = None) -> StepResult:
     """Perform the spec step `la` (a lastAction record: name, client, member, gen, flag,
     newMember, resp, dt) on the implementation, driving each client from its own view.
 
@@ -949,7 +975,7 @@ def apply_action(world: World, la: Mapping[str, Any]) -> StepResult:
     metadata changed iff chg); SyncGroupLeader / SyncGroupFollower -> handle_sync_group
     (the leader's assignment gives each member of its list the plan); Heartbeat ->
     handle_heartbeat; LeaveGroup -> handle_leave_group. Time: every timer step (TIMER_STEPS)
-    -> SystemTimer.fire_next(); AdvanceTime -> advance_to(now + dt * K). Failover:
+    -> SystemTimer.fire_next() (or `fire`, a live op tying with the head: `tie_to_fire`); AdvanceTime -> advance_to(now + dt * K). Failover:
     GroupUnload -> on_group_unloaded, GroupLoad -> on_group_loaded. Client events
     (ClientCrash, ClientRestart, ClientAbandon, ClientRejoin, NoIdLeft) only change the
     client view; a response to a request its client no longer waits for is lost, as in the
@@ -987,7 +1013,7 @@ def apply_action(world: World, la: Mapping[str, Any]) -> StepResult:
     elif name in ("ClientAbandon", "ClientRejoin"):
         view.rejoins()
     elif name in TIMER_STEPS:
-        _fire(world, res)
+        _fire(world, res, fire)
     elif name == "AdvanceTime":
         _advance(world, int(la.get("dt", 1)), res)
     elif name == "GroupUnload":
@@ -1016,7 +1042,16 @@ def apply_action(world: World, la: Mapping[str, Any]) -> StepResult:
                  else "PARKED" if res.requests and name not in _NOT_REQUESTS else "NONE"),
         "dt": (world.clock.now_ms() - clock_before) // world.k.ms_per_unit,
     })
+    if world.k.normalize:
+        res.last_action = normalized_last_action(res.last_action)
     return res
+
+
+def normalized_last_action(la: Record) -> Record:
+    """The spec's LA(...) under Normalize: the liveness models keep only what their formulas
+    read (who acted, on which member, which id was handed out, whether time moved), so that
+    lastAction splits as few states as possible."""
+    return Record({**la, "gen": NO_GEN, "resp": "", "dt": 1 if la["dt"] > 0 else 0})
 
 
 _NOT_REQUESTS = TIMER_STEPS | {"AdvanceTime", "GroupUnload", "GroupLoad"}

@@ -6,14 +6,14 @@ the model's constants in its #meta. `conform` drives the implementation through 
 actions (abstraction.apply_action) and compares the abstract state (abstraction.abstract_state)
 with the spec's after every step; the first difference is the trace's divergence.
 
-Two places where Kafka leaves a choice open and the spec and the implementation each fixed one
-(Kafka iterates a HashMap of member ids): the new leader when the leader goes or did not rejoin
-(the spec allows any candidate, the implementation takes the first in join order), and the
-order of timers created together for several members (the spec creates them in ascending id,
-the implementation in join order). A trace the implementation cannot follow only because of
-such a choice is INCONCLUSIVE, not a divergence: simultaneous timers made in one step are
-compared as a set, and the trace stops when the two fire different ones, or name different
-leaders among the same candidates.
+Two places where Kafka leaves a choice open (it iterates a HashMap of member ids), and the
+spec and the implementation each fixed one: the new leader when the leader goes or did not
+rejoin (the spec lets any candidate lead, the implementation takes the first in its member
+order), and the order of timers made in one step for several members (the spec makes them in
+ascending id, the implementation in its member order). The driver steers the implementation to
+the spec's choice (abstraction.prefer_leader, abstraction.tie_to_fire): both are what Kafka
+does for some HashMap order. Timers made together are compared as a set. Every other
+difference is a divergence: there is no "inconclusive".
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any, Optional
 
 from kgc.conformance.abstraction import (TIMER_STEPS, AbstractionError, SpecConstants,
                                          StepResult, World, abstract_state, apply_action,
-                                         timer_record)
+                                         prefer_leader, tie_to_fire, timer_record)
 from kgc.impl.coordinator import GroupCoordinator
 from kgc.tools.itf import read_itf, write_itf
 from kgc.tools.tla_values import TlaValue, format_value, parse_value, sort_key
@@ -39,15 +39,12 @@ __all__ = [
     "parse_simulation_file", "simulate", "simulation_config",
 ]
 
-#: Variables that differ, besides `leader`, when only the choice of a new leader differs.
-_LEADER_CHOICE_VARS = frozenset({"leader", "cleader", "cmembers", "genLeaders"})
-
 #: The order differences are reported in: the group's own state first (it usually says what
 #: went wrong), then the clients' views, then the timers and the clock (which mostly follow).
 REPORT_ORDER: tuple[str, ...] = (
     "loaded", "gstate", "generation", "leader", "members", "pending", "awaitingJoin",
     "awaitingSync", "newMembers", "pendingSync", "plan", "newMemberAdded", "nextId", "store",
-    "failovers", "genMembers", "genLeaders", "cphase", "cmember", "cgen", "cleader",
+    "failovers", "genMembers", "genLeaders", "leaderLog", "cphase", "cmember", "cgen", "cleader",
     "cmembers", "cassign", "cwait", "timers", "now",
 )
 _LA_FIELDS = ("name", "client", "member", "gen", "flag", "newMember", "dt")
@@ -235,7 +232,6 @@ class TraceOutcome:
     steps: int                           # steps performed and matched
     total: int                           # steps in the trace
     divergence: Optional[Divergence] = None
-    inconclusive: Optional[str] = None   # why the trace was stopped at a choice point
     error: Optional[str] = None          # the trace could not be run at all
 
     @property
@@ -244,8 +240,6 @@ class TraceOutcome:
             return "ERROR"
         if self.divergence:
             return "DIVERGED"
-        if self.inconclusive:
-            return "INCONCLUSIVE"
         return "CONFORMS"
 
 
@@ -275,7 +269,7 @@ class ConformReport:
 
     def summary(self) -> str:
         return (f"{len(self.outcomes)} traces: {self.count('CONFORMS')} conform, "
-                f"{self.count('INCONCLUSIVE')} inconclusive, {self.count('DIVERGED')} diverged"
+                f"{self.count('DIVERGED')} diverged"
                 + (f", {self.count('ERROR')} errors" if self.count("ERROR") else "")
                 + f"; {self.steps} steps in {self.seconds:.2f} s "
                   f"({self.steps_per_second:,.0f} steps/s)")
@@ -365,24 +359,6 @@ def compare_states(spec: Mapping[str, TlaValue], impl: Mapping[str, TlaValue], w
     return out
 
 
-def _leader_choice(before: Mapping[str, Any], spec: Mapping[str, Any], impl: Mapping[str, Any],
-                   diffs: list[tuple[str, str, str]]) -> Optional[str]:
-    """A difference explained by the two picking different new leaders among the members.
-    The spec has a choice only when its leader went in this step (GroupRemove of the leader,
-    or onCompleteJoin without it): then any remaining member may follow."""
-    names = {d[0] for d in diffs}
-    if "leader" not in names or not names <= _LEADER_CHOICE_VARS:
-        return None
-    members = spec.get("members", frozenset())
-    old = before.get("leader", 0)
-    if old == 0 or old in members or len(members) < 2:
-        return None
-    if spec["leader"] in members and impl["leader"] in members:
-        return (f"new leader: spec chose member {spec['leader']}, implementation member "
-                f"{impl['leader']} (Kafka: HashMap order, unspecified)")
-    return None
-
-
 def load_trace(path: Path, constants: Optional[SpecConstants] = None
                ) -> tuple[SpecConstants, list[dict[str, TlaValue]], dict[str, Any]]:
     """An ITF trace with the constants to run it under: given, else its #meta's constants
@@ -420,18 +396,21 @@ def conform_trace(path: Path, coordinator_class: type[GroupCoordinator] = GroupC
             la = spec_after["lastAction"]
             action = describe_action(la)
             name = str(la["name"])
+            tie = None
             if name in TIMER_STEPS:
                 ops = world.ops
                 if ops and spec_before["timers"]:
+                    spec_head = spec_before["timers"][0]
+                    tie = tie_to_fire(world, spec_head)
                     head = timer_record(world, ops[0])
-                    if head != spec_before["timers"][0]:
-                        outcome.inconclusive = (
-                            f"step {n} {action}: simultaneous timers made together fire in "
-                            f"another order: spec fires {_show(spec_before['timers'][0])}, "
-                            f"implementation {_show(head)} (Kafka: HashMap order)")
+                    if tie is None and head != spec_head:
+                        outcome.divergence = Divergence(
+                            n, action, "timers[1]", _show(spec_head), _show(head))
                         return outcome
+            if spec_after["leader"] != spec_before["leader"]:
+                prefer_leader(world, spec_after["leader"])
             try:
-                res = apply_action(world, la)
+                res = apply_action(world, la, tie)
             except AbstractionError:
                 raise
             except Exception as e:  # noqa: BLE001 - the implementation crashed
@@ -442,10 +421,6 @@ def conform_trace(path: Path, coordinator_class: type[GroupCoordinator] = GroupC
             diffs = compare_states(spec_after, impl, world, world.ops)
             diffs += _action_diff(la, res)
             if diffs:
-                choice = _leader_choice(spec_before, spec_after, impl, diffs)
-                if choice is not None:
-                    outcome.inconclusive = f"step {n} {action}: {choice}"
-                    return outcome
                 outcome.divergence = Divergence(n, action, *diffs[0], tuple(res.requests),
                                                 tuple(d[0] for d in diffs[1:]))
                 return outcome
@@ -467,7 +442,8 @@ def _action_diff(la: Mapping[str, Any], res: StepResult) -> list[tuple[str, str,
             if name in la and la[name] != done[name]:
                 out.append((f"lastAction.{name}", _show(la[name]), _show(done[name])))
     resp = la.get("resp")
-    if (resp is not None and resp != "PARKED" and res.requests
+    # "" is Normalize's lastAction, which does not keep the response
+    if (resp not in (None, "", "PARKED") and res.requests
             and res.action not in TIMER_STEPS | {"AdvanceTime", "GroupUnload", "GroupLoad"}
             and res.response != resp):
         out.append(("lastAction.resp", str(resp), res.response or "(no response in the step)"))

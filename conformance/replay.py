@@ -79,6 +79,7 @@ class World:
 
     scenario: Scenario
     observer: Any = None
+    coordinator_class: Any = None       # a GroupCoordinator subclass (seeded bugs); None: the real one
     clock: Any = None
     timer: Any = None
     coordinator: Any = None
@@ -100,8 +101,9 @@ class World:
             initial_rebalance_delay_ms=cfg.initial_rebalance_delay_ms,
             max_group_size=cfg.max_group_size,
         )
-        self.coordinator = GroupCoordinator(config, self.clock, self.timer,
-                                            member_id_seed=MEMBER_ID_SEED, observer=self.observer)
+        cls = self.coordinator_class or GroupCoordinator
+        self.coordinator = cls(config, self.clock, self.timer,
+                               member_id_seed=MEMBER_ID_SEED, observer=self.observer)
 
     # -- responses ---------------------------------------------------------------------------
 
@@ -268,10 +270,10 @@ def _compare(what: str, expected: dict[str, Any], seen: dict[str, Any], raw: Any
 
 
 def run_scenario(scenario: Scenario, before_step: BeforeStep | None = None,
-                 observer: Any = None) -> ReplayResult:
+                 observer: Any = None, coordinator_class: Any = None) -> ReplayResult:
     """Run every step in order; PASS, or FAIL at the first step that did not hold. Raises
     ScenarioError when a member reference is used before its join has been answered."""
-    world = World(scenario, observer=observer)
+    world = World(scenario, observer=observer, coordinator_class=coordinator_class)
     for index, step in enumerate(scenario.steps):
         if before_step is not None:
             before_step(index, step, world)

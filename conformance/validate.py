@@ -64,7 +64,7 @@ VAR_TYPES: dict[str, str] = {
     "newMemberAdded": "bool", "nextId": "int", "store": "record", "failovers": "int",
     "cphase": "clients", "cmember": "clients", "cgen": "clients", "cleader": "clients",
     "cmembers": "clients", "cassign": "clients", "cwait": "clients", "genLeaders": "set",
-    "genMembers": "set", "lastAction": "record",
+    "genMembers": "set", "leaderLog": "pairs", "lastAction": "record",
 }
 SPEC_VARIABLES = tuple(VAR_TYPES)
 CLIENT_VALUE_TYPES = {"cphase": "str", "cmember": "int", "cgen": "int", "cleader": "bool",
@@ -243,6 +243,8 @@ def _scalar(kind: str, v: Any, codes: dict[str, int], clients: dict[str, int]) -
         return "1" if v is True else "0" if v is False else "?"
     if kind == "set":
         return "{" + ", ".join(map(str, sorted(v))) + "}"
+    if kind == "pairs":   # a set of <<int, int>>, in TLC's order (element by element)
+        return "{" + ", ".join(f"<<{a}, {b}>>" for a, b in sorted(v)) + "}"
     if kind == "str":
         return str(codes.get(v, -1))
     if kind == "client":

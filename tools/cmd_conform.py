@@ -2,7 +2,7 @@
 `kgc simulate` or `kgc check`) and compare its abstract state with the spec's after every step.
 
 One line per trace that does not conform (`DIVERGED file: step N Action(...): variable: spec
-..., implementation ...`, or INCONCLUSIVE / ERROR), then a summary with steps/s.
+..., implementation ...`, or ERROR), then a summary with steps/s.
 Exit 0 when no trace diverged, 1 when one did, 2 when a trace could not be read or run.
 `--bug NAME` (or KGC_IMPL_BUG) runs a seeded-bug coordinator from conformance/seeded_bugs.py.
 """
@@ -26,7 +26,7 @@ def conform_command(
     model: Annotated[Optional[str], typer.Option(help="Model whose constants to use (default: the traces' own).")] = None,
     ms_per_unit: Annotated[int, typer.Option(min=1, help="With --model: milliseconds per spec time unit.")] = 1000,
     stop: Annotated[bool, typer.Option("--stop/--all", help="Stop at the first diverging trace.")] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also list inconclusive traces.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also list every trace that conformed.")] = False,
     json_output: Annotated[bool, typer.Option("--json", help="Print a JSON summary as the last line.")] = False,
 ) -> None:
     """Replay spec traces on the implementation; report the first divergence of each."""
@@ -50,8 +50,8 @@ def conform_command(
             typer.echo(f"DIVERGED {outcome.file}: {outcome.divergence}")
         elif outcome.verdict == "ERROR":
             typer.echo(f"ERROR {outcome.file}: {outcome.error}")
-        elif outcome.verdict == "INCONCLUSIVE" and verbose:
-            typer.echo(f"INCONCLUSIVE {outcome.file}: {outcome.inconclusive}")
+        elif verbose:
+            typer.echo(f"{outcome.verdict} {outcome.file}: {outcome.steps} steps")
 
     report = conform(files, cls, constants, stop_at_first=stop, on_trace=show)
     typer.echo(f"kgc conform ({cls.__name__}): {report.summary()}")
@@ -60,7 +60,7 @@ def conform_command(
         first = report.first_divergence
         typer.echo(json.dumps({
             "implementation": cls.__name__, "traces": len(report.outcomes),
-            "conform": report.count("CONFORMS"), "inconclusive": report.count("INCONCLUSIVE"),
+            "conform": report.count("CONFORMS"),
             "diverged": report.count("DIVERGED"), "errors": report.count("ERROR"),
             "steps": report.steps, "seconds": round(report.seconds, 3),
             "steps_per_second": round(report.steps_per_second, 1),

@@ -69,7 +69,8 @@ def fuzz_command(
         v = result.violation
         typer.echo(f"{head}: PROPERTY VIOLATED {v}")
         if v.scenario is not None:
-            typer.echo(f"scenario: {v.scenario} (kgc replay {v.scenario})")
+            again = f"kgc replay --bug {bug} {v.scenario}" if bug and bug != "none" else f"kgc replay {v.scenario}"
+            typer.echo(f"scenario: {v.scenario} ({again})")
         raise typer.Exit(EXIT_VIOLATED)
     if result.error is not None:
         typer.echo(f"{head}: ERROR {type(result.error).__name__}: {result.error}")

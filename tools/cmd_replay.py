@@ -3,27 +3,31 @@
 Exit 0 when every file passes, 1 when any fails, 2 when any file is not a valid scenario
 (invalid wins over failed: a broken file means the run did not test what it claims). One line
 per file, in the order given: `PASS name`, `FAIL name: step N: ...`, `ERROR file: step N: ...`.
+`--bug NAME` (or KGC_IMPL_BUG) runs a seeded-bug coordinator (conformance/seeded_bugs.py), so
+that a scenario `kgc fuzz --bug NAME` saved reproduces its failure; an unknown name is usage
+(exit 2).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, List
+from typing import Annotated, Any, Callable, List, Optional
 
 import typer
 
 from kgc.conformance.replay import run_scenario
 from kgc.conformance.scenario import ScenarioError, load_scenario
+from kgc.conformance.seeded_bugs import ENV_VAR, coordinator_class
 
 EXIT_PASS, EXIT_FAIL, EXIT_INVALID = 0, 1, 2
 
 
-def replay_one(path: Path) -> tuple[int, str]:
+def replay_one(path: Path, coordinator: Any = None) -> tuple[int, str]:
     """(exit status, report line) for one file. The whole file is validated before any step
     runs, so a malformed file never half-runs."""
     try:
         scenario = load_scenario(path)
-        result = run_scenario(scenario)
+        result = run_scenario(scenario, coordinator_class=coordinator)
     except ScenarioError as e:
         return EXIT_INVALID, f"ERROR {e}"
     if result.passed:
@@ -31,10 +35,10 @@ def replay_one(path: Path) -> tuple[int, str]:
     return EXIT_FAIL, f"FAIL {result.name}: {result.failure}"
 
 
-def replay(files: list[Path], echo: Callable[[str], None] = print) -> int:
+def replay(files: list[Path], echo: Callable[[str], None] = print, coordinator: Any = None) -> int:
     worst = EXIT_PASS
     for path in files:
-        status, line = replay_one(Path(path))
+        status, line = replay_one(Path(path), coordinator)
         echo(line)
         worst = max(worst, status)
     return worst
@@ -42,10 +46,16 @@ def replay(files: list[Path], echo: Callable[[str], None] = print) -> int:
 
 def replay_command(
     files: List[Path] = typer.Argument(..., help="Scenario files (format 1) to run."),
+    bug: Annotated[Optional[str], typer.Option(envvar=ENV_VAR, help="Seeded implementation bug to run (conformance/seeded_bugs.py).")] = None,
 ) -> None:
     """Run scenario files against the Python coordinator: PASS, FAIL at the first step that
     did not hold, or ERROR for a file that is not a valid scenario."""
-    raise typer.Exit(replay(files, echo=typer.echo))
+    try:
+        cls = coordinator_class(bug)
+    except KeyError as e:
+        typer.echo(f"kgc replay: error: {e.args[0]}", err=True)
+        raise typer.Exit(EXIT_INVALID) from None
+    raise typer.Exit(replay(files, echo=typer.echo, coordinator=cls))
 
 
 def register(app: typer.Typer) -> None:

@@ -6,7 +6,7 @@ import pytest
 
 from kgc.conformance.abstraction import (AbstractionError, IdMap, SpecConstants, World,
                                          abstract_state, apply_action, cfg_constants,
-                                         not_enabled, referenced)
+                                         not_enabled)
 from kgc.tools.tla_values import ModelValue, Record
 
 C1, C2 = ModelValue("c1"), ModelValue("c2")
@@ -118,14 +118,11 @@ def test_not_enabled_reads_the_client_views() -> None:
     assert not_enabled(w, act("GroupLoad")) == "the group is loaded"
 
 
-def test_id_reuse_for_normalize_models() -> None:
-    ids = IdMap(reuse=True)
-    assert [ids.spec(x) for x in ("a", "b", "c")] == [1, 2, 3]
-    ids.retain({1, 3})
-    assert ids.peek("b") is None and ids.spec("d") == 2 and ids.spec("e") == 4
-    plain = IdMap()
-    plain.spec("a"), plain.retain(set())
-    assert plain.spec("a") == 1 and plain.spec("b") == 2
+def test_ids_map_by_first_appearance_and_are_never_reused() -> None:
+    ids = IdMap()
+    assert [ids.spec(x) for x in ("a", "b", "c", "a")] == [1, 2, 3, 1]
+    assert ids.peek("d") is None and ids.spec("d") == 4 and len(ids) == 4
+    assert ids.impl(2) == "b" and ids.spec(None) == ids.spec("") == 0
 
 
 def test_normalize_keeps_now_at_zero_and_generations_at_one() -> None:
@@ -136,10 +133,14 @@ def test_normalize_keeps_now_at_zero_and_generations_at_one() -> None:
             act("JoinGroupKnownMember", "c1", flag=True))
     # c1 is Joined in generation 1, then rejoins with new metadata: generation 2 at once
     assert w.group.generation_id == 2
-    assert (s["now"], s["generation"], s["nextId"]) == (0, 1, 1)
+    assert (s["now"], s["generation"], s["nextId"]) == (0, 1, 2)
     assert s["cgen"][C1] == 1
     assert [t["deadline"] for t in s["timers"]] == sorted(t["deadline"] for t in s["timers"])
-    assert referenced(s) == {1}
+    # lastAction as the spec's LA under Normalize: no gen, no response, time moved or not
+    la = apply_action(w, act("AdvanceTime", dt=1)).last_action
+    assert (la["gen"], la["resp"], la["dt"]) == (-1, "", 1)
+    la = apply_action(w, act("Heartbeat", "c1")).last_action
+    assert (la["name"], la["member"], la["gen"], la["resp"], la["dt"]) == ("Heartbeat", 1, -1, "", 0)
 
 
 def test_constants_from_a_cfg() -> None:

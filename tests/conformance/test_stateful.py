@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-import kgc.impl.coordinator as impl_coordinator
 from kgc.conformance import properties as P
 from kgc.conformance.recorder import RANDOM_RUN_CONSTANTS, RunRecorder, random_run
 from kgc.conformance.replay import run_scenario
@@ -52,12 +51,7 @@ def test_machine_catches_seeded_bug(hunts, bug):
 
 
 def _replay_with(cls, path: Path):
-    saved = impl_coordinator.GroupCoordinator
-    impl_coordinator.GroupCoordinator = cls      # replay.World builds kgc.impl's class
-    try:
-        return run_scenario(load_scenario(path))
-    finally:
-        impl_coordinator.GroupCoordinator = saved
+    return run_scenario(load_scenario(path), coordinator_class=cls)
 
 
 @pytest.mark.parametrize("bug", SEEDED)
@@ -72,12 +66,26 @@ def test_failing_example_is_a_scenario_that_replay_reproduces(hunts, bug):
     assert not failing.passed and failing.failure is not None
 
 
-def test_kgc_replay_runs_a_saved_example(hunts, capsys):
+def test_kgc_replay_runs_a_saved_example(hunts, capsys, monkeypatch):
     result, _ = hunts["leader_not_reassigned"]
+    path = str(result.violation.scenario)
     with pytest.raises(SystemExit) as done:
-        main(["replay", str(result.violation.scenario)])
+        main(["replay", path])
     assert done.value.code == 0          # the unmodified coordinator gives what it expects
     assert "PASS hypothesis-counterexample" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as done:
+        main(["replay", "--bug", "leader_not_reassigned", path])
+    assert done.value.code == 1          # the seeded bug reproduces
+    assert "FAIL hypothesis-counterexample: step " in capsys.readouterr().out
+    monkeypatch.setenv("KGC_IMPL_BUG", "leader_not_reassigned")
+    with pytest.raises(SystemExit) as done:
+        main(["replay", path])
+    assert done.value.code == 1
+    monkeypatch.setenv("KGC_IMPL_BUG", "no_such_bug")
+    with pytest.raises(SystemExit) as done:
+        main(["replay", path])
+    assert done.value.code == 2
+    assert "no seeded implementation bug 'no_such_bug'" in capsys.readouterr().err
 
 
 def test_kgc_fuzz_command(tmp_path, capsys):
