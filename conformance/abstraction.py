@@ -107,7 +107,7 @@ from kgc.tools.tla_values import ModelValue, Record, TlaFunction, TlaValue, pars
 
 __all__ = [
     "AbstractionError", "ClientView", "GROUP_ID", "IdMap", "NO_GEN", "NO_MEMBER",
-    "SPEC_VARIABLES", "SpecConstants", "StepResult", "TIMER_STEPS", "UnknownAction", "World",
+    "SPEC_VARIABLES", "SpecConstants", "apply_spec_step", "StepResult", "TIMER_STEPS", "UnknownAction", "World",
     "abstract_state", "apply_action", "decode_plan", "encode_plan",
     "not_enabled", "timer_record",
 ]
@@ -934,6 +934,19 @@ def tie_to_fire(world: World, spec_head: Mapping[str, Any]) -> Any:
         if world.born_step(op) == batch and timer_record(world, op) == spec_head:
             return op
     return None
+
+
+def apply_spec_step(world: World, spec_before: Mapping[str, Any],
+                    spec_after: Mapping[str, Any]) -> StepResult:
+    """apply_action for one step of a spec trace, steered to the choices the spec made where
+    Kafka leaves them to HashMap order (prefer_leader, tie_to_fire)."""
+    la = spec_after["lastAction"]
+    tie = None
+    if str(la["name"]) in TIMER_STEPS and spec_before["timers"]:
+        tie = tie_to_fire(world, spec_before["timers"][0])
+    if spec_after["leader"] != spec_before["leader"]:
+        prefer_leader(world, spec_after["leader"])
+    return apply_action(world, la, tie)
 
 
 def prefer_leader(world: World, spec_leader: int) -> None:

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from kgc.conformance.abstraction import (TIMER_STEPS, AbstractionError, SpecConstants,
-                                         StepResult, World, abstract_state, apply_action,
-                                         prefer_leader, tie_to_fire, timer_record)
+                                         StepResult, World, abstract_state, apply_spec_step,
+                                         tie_to_fire, timer_record)
 from kgc.impl.coordinator import GroupCoordinator
 from kgc.tools.itf import read_itf, write_itf
 from kgc.tools.tla_values import TlaValue, format_value, parse_value, sort_key
@@ -396,21 +396,14 @@ def conform_trace(path: Path, coordinator_class: type[GroupCoordinator] = GroupC
             la = spec_after["lastAction"]
             action = describe_action(la)
             name = str(la["name"])
-            tie = None
-            if name in TIMER_STEPS:
-                ops = world.ops
-                if ops and spec_before["timers"]:
-                    spec_head = spec_before["timers"][0]
-                    tie = tie_to_fire(world, spec_head)
-                    head = timer_record(world, ops[0])
-                    if tie is None and head != spec_head:
-                        outcome.divergence = Divergence(
-                            n, action, "timers[1]", _show(spec_head), _show(head))
-                        return outcome
-            if spec_after["leader"] != spec_before["leader"]:
-                prefer_leader(world, spec_after["leader"])
+            if name in TIMER_STEPS and world.ops and spec_before["timers"]:
+                spec_head, head = spec_before["timers"][0], timer_record(world, world.ops[0])
+                if head != spec_head and tie_to_fire(world, spec_head) is None:
+                    outcome.divergence = Divergence(
+                        n, action, "timers[1]", _show(spec_head), _show(head))
+                    return outcome
             try:
-                res = apply_action(world, la, tie)
+                res = apply_spec_step(world, spec_before, spec_after)
             except AbstractionError:
                 raise
             except Exception as e:  # noqa: BLE001 - the implementation crashed

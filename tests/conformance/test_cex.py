@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from kgc.conformance import properties
 from kgc.conformance.cex import NONE, SAME, replay_counterexample, spec_violations
 from kgc.conformance.seeded_bugs import coordinator_class
 from kgc.tools.itf import write_itf
@@ -22,6 +23,7 @@ from kgc.tools.tlc_result import Outcome
 
 KGC = Path(sys.executable).with_name("kgc")
 BUG_MODELS = [m for m in available_models() if m.startswith("bug_")]
+FINDING_MODELS = [m for m in available_models() if m.startswith("finding_")]
 TLC_SECONDS = 300
 
 #: Spec models whose counterexample the real coordinator follows, with the reason; each
@@ -86,6 +88,17 @@ def test_real_coordinator_does_not_follow_a_seeded_bug_counterexample(model: str
     dev = report.first_deviation
     assert dev.diffs and dev.index >= 1
     assert "does not follow the counterexample" in report.conclusion()
+
+
+@pytest.mark.parametrize("model", FINDING_MODELS)
+def test_real_coordinator_reproduces_a_finding_about_kafka(model: str, cex_dir: Path) -> None:
+    """A finding model is unmodified Kafka 3.x: the real coordinator must follow its
+    counterexample and break the same property (else the spec or the coordinator is wrong)."""
+    report = replay_counterexample(_need(model, cex_dir))
+    assert report.violated in properties.FINDINGS
+    assert report.follows, report.conclusion()
+    assert report.verdict == SAME, report.conclusion()
+    assert report.first_violation(report.violated) is not None
 
 
 @pytest.mark.parametrize("model, bug", sorted(SAME_DEFECT.items()))
