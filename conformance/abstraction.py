@@ -107,7 +107,7 @@ from kgc.tools.tla_values import ModelValue, Record, TlaFunction, TlaValue, pars
 
 __all__ = [
     "AbstractionError", "ClientView", "GROUP_ID", "IdMap", "NO_GEN", "NO_MEMBER",
-    "SPEC_VARIABLES", "SpecConstants", "apply_spec_step", "StepResult", "TIMER_STEPS", "UnknownAction", "World",
+    "SPEC_VARIABLES", "SpecConstants", "apply_spec_step", "leader_log", "StepResult", "TIMER_STEPS", "UnknownAction", "World",
     "abstract_state", "apply_action", "decode_plan", "encode_plan",
     "not_enabled", "timer_record",
 ]
@@ -662,10 +662,10 @@ def _plan_of(world: World, assignments: list[str]) -> frozenset[int]:
     return frozenset(plan)
 
 
-def _store(world: World) -> Record:
+def _store(world: World, history: bool) -> Record:
     none = Record({"exists": False, "gen": 0, "leader": NO_MEMBER, "members": frozenset(),
                    "plan": frozenset()})
-    if world.k.max_failovers == 0:
+    if not history:
         return none
     record = world.coordinator.store.load_group(GROUP_ID)
     if record is None:
@@ -679,8 +679,13 @@ def _store(world: World) -> Record:
     })
 
 
-def abstract_state(world: World) -> dict[str, TlaValue]:
-    """The spec variables (all but lastAction) of the implementation's current state."""
+def abstract_state(world: World, failover_history: Optional[bool] = None) -> dict[str, TlaValue]:
+    """The spec variables (all but lastAction) of the implementation's current state.
+
+    `failover_history`: whether store and leaderLog are kept, as the spec keeps them only
+    when MaxFailovers > 0 (the default follows the world's constants; kgc validate's module
+    always allows a failover, so recordings for it keep them)."""
+    history = world.k.max_failovers > 0 if failover_history is None else failover_history
     ops = world.observe()
     ids = world.ids
     group = world.group
@@ -728,7 +733,7 @@ def abstract_state(world: World) -> dict[str, TlaValue]:
         "loaded": world.coordinator.is_coordinator_for(GROUP_ID),
         **live,
         "nextId": len(ids) + 1,
-        "store": _store(world),
+        "store": _store(world, history),
         "failovers": world.failovers,
         "cphase": per_client(lambda v: v.phase),
         "cmember": per_client(lambda v: ids.spec(v.member)),
@@ -737,8 +742,7 @@ def abstract_state(world: World) -> dict[str, TlaValue]:
         "cmembers": per_client(lambda v: frozenset(ids.spec(m) for m in v.members)),
         "cassign": per_client(lambda v: frozenset(ids.spec(m) for m in v.assign)),
         "cwait": per_client(lambda v: ids.spec(v.wait)),
-        "leaderLog": (frozenset((g_gen, ids.spec(m)) for _, g_gen, m in world.self_leaders)
-                      if world.k.max_failovers > 0 else frozenset()),
+        "leaderLog": leader_log(world) if history else frozenset(),
     }
     return {name: state[name] for name in SPEC_VARIABLES}
 
@@ -934,6 +938,12 @@ def tie_to_fire(world: World, spec_head: Mapping[str, Any]) -> Any:
         if world.born_step(op) == batch and timer_record(world, op) == spec_head:
             return op
     return None
+
+
+def leader_log(world: World) -> frozenset[tuple[int, int]]:
+    """<<generation, member>> of every NONE JoinGroup response naming its own member leader,
+    over every incarnation of the group (the spec's leaderLog, kept when MaxFailovers > 0)."""
+    return frozenset((gen, world.ids.spec(m)) for _, gen, m in world.self_leaders)
 
 
 def apply_spec_step(world: World, spec_before: Mapping[str, Any],

@@ -28,6 +28,8 @@ from typing import Any, Optional
 from kgc.conformance.abstraction import (TIMER_STEPS, AbstractionError, SpecConstants,
                                          StepResult, World, abstract_state, apply_spec_step,
                                          tie_to_fire, timer_record)
+from kgc.conformance.recorded_trace import write_trace
+from kgc.conformance.recorder import RunRecorder
 from kgc.impl.coordinator import GroupCoordinator
 from kgc.tools.itf import read_itf, write_itf
 from kgc.tools.tla_values import TlaValue, format_value, parse_value, sort_key
@@ -375,13 +377,39 @@ def load_trace(path: Path, constants: Optional[SpecConstants] = None
 
 
 def conform_trace(path: Path, coordinator_class: type[GroupCoordinator] = GroupCoordinator,
-                  constants: Optional[SpecConstants] = None) -> TraceOutcome:
-    """Drive the implementation through one trace; stop at the first divergence."""
+                  constants: Optional[SpecConstants] = None,
+                  record_to: Optional[Path] = None) -> TraceOutcome:
+    """Drive the implementation through one trace; stop at the first divergence. With
+    `record_to`, the implementation's run is also recorded (recorder.RunRecorder) and written
+    there as `<trace>.json` for `kgc validate`: spec -> implementation -> spec."""
+    recorder = None
     try:
         k, states, _ = load_trace(path, constants)
-        world = World(k, coordinator_class)
+        if record_to is not None:
+            if k.normalize:
+                raise AbstractionError(
+                    "a Normalize model's trace (relative clock) cannot be recorded for kgc "
+                    "validate; simulate a model without Normalize (default, faults, failover)")
+            recorder = RunRecorder(k, coordinator_class, name=_stem(path),
+                                   source=f"kgc conform of {path}")
+            world = recorder.world
+        else:
+            world = World(k, coordinator_class)
     except Exception as e:  # noqa: BLE001 - a bad file is reported, not raised
         return TraceOutcome(str(path), 0, 0, error=f"{type(e).__name__}: {e}")
+    outcome = _follow(path, states, world, recorder)
+    if recorder is not None and outcome.verdict != "ERROR":
+        write_trace(Path(record_to) / f"{_stem(path)}.json", recorder.trace())
+    return outcome
+
+
+def _stem(path: Path) -> str:
+    name = Path(path).name
+    return name[:-len(".itf.json")] if name.endswith(".itf.json") else Path(path).stem
+
+
+def _follow(path: Path, states: list[dict[str, TlaValue]], world: World,
+            recorder: Optional[RunRecorder]) -> TraceOutcome:
     total = len(states) - 1
     outcome = TraceOutcome(str(path), 0, total)
     if not states:
@@ -403,7 +431,8 @@ def conform_trace(path: Path, coordinator_class: type[GroupCoordinator] = GroupC
                         n, action, "timers[1]", _show(spec_head), _show(head))
                     return outcome
             try:
-                res = apply_spec_step(world, spec_before, spec_after)
+                res = (apply_spec_step(world, spec_before, spec_after) if recorder is None
+                       else recorder.spec_step(spec_before, spec_after, f"spec step {n} {action}"))
             except AbstractionError:
                 raise
             except Exception as e:  # noqa: BLE001 - the implementation crashed
@@ -456,12 +485,14 @@ def itf_files(paths: Iterable[Path]) -> list[Path]:
 
 def conform(paths: Iterable[Path], coordinator_class: type[GroupCoordinator] = GroupCoordinator,
             constants: Optional[SpecConstants] = None, stop_at_first: bool = False,
-            on_trace: Optional[Any] = None) -> ConformReport:
+            on_trace: Optional[Any] = None, record_to: Optional[Path] = None) -> ConformReport:
     """Run every trace; `on_trace(outcome)` is called after each (for progress)."""
     report = ConformReport()
     started = time.monotonic()
+    if record_to is not None:
+        Path(record_to).mkdir(parents=True, exist_ok=True)
     for path in itf_files(paths):
-        outcome = conform_trace(path, coordinator_class, constants)
+        outcome = conform_trace(path, coordinator_class, constants, record_to)
         report.outcomes.append(outcome)
         if on_trace is not None:
             on_trace(outcome)

@@ -35,7 +35,7 @@ from typing import Any, Optional
 
 from kgc.conformance.abstraction import (GROUP_ID, AbstractionError, SpecConstants,
                                          StepResult, World, abstract_state, apply_action,
-                                         not_enabled, timer_record)
+                                         apply_spec_step, not_enabled, timer_record)
 from kgc.conformance.recorded_trace import RecordedTrace, TraceConstants
 from kgc.impl.coordinator import GroupCoordinator, LeaveMemberIdentity
 from kgc.impl.group import GroupState
@@ -128,7 +128,7 @@ class RunRecorder:
         return self.states[-1]
 
     def _append(self, la: Record, origin: str) -> dict[str, Any]:
-        state = abstract_state(self.world)
+        state = abstract_state(self.world, failover_history=True)
         state["timers"] = tuple(t for _, t in self._spec_order())
         state["lastAction"] = la
         self.states.append(state)
@@ -150,6 +150,16 @@ class RunRecorder:
         self.events.transitions.clear()
         res = apply_action(self.world, la)
         self._append(self._last_action(res), origin or _describe(name, client, flag))
+        return res
+
+    def spec_step(self, spec_before: Mapping[str, Any], spec_after: Mapping[str, Any],
+                  origin: str) -> StepResult:
+        """One step of a spec trace (kgc conform --record), steered to the spec's choices
+        where Kafka leaves them open, so that the recording is the run conform compared."""
+        self._check_open()
+        self.events.transitions.clear()
+        res = apply_spec_step(self.world, spec_before, spec_after)
+        self._append(self._last_action(res), origin)
         return res
 
     def _last_action(self, res: StepResult) -> Record:
@@ -241,7 +251,7 @@ class RunRecorder:
         answers: list[Any] = []
         send(self.world.coordinator, answers.append)
         try:
-            after = abstract_state(self.world)
+            after = abstract_state(self.world, failover_history=True)
         except AbstractionError as e:
             self.stopped = f"{origin}: the spec has no such request ({e})"
             return False

@@ -95,6 +95,7 @@ ACTIONS: dict[str, str] = {
     "ClientRestart": "ClientRestart(C_(a))",
     "ClientAbandon": "ClientAbandon(C_(a))",
     "ClientRejoin": "ClientRejoin(C_(a))",
+    "NoIdLeft": "NoIdLeft(C_(a))",
     "SessionTimeoutExpiry": "SessionTimeoutExpiry",
     "NewMemberJoinTimeout": "NewMemberJoinTimeout",
     "PendingMemberExpiry": "PendingMemberExpiry",

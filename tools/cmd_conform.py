@@ -5,6 +5,8 @@ One line per trace that does not conform (`DIVERGED file: step N Action(...): va
 ..., implementation ...`, or ERROR), then a summary with steps/s.
 Exit 0 when no trace diverged, 1 when one did, 2 when a trace could not be read or run.
 `--bug NAME` (or KGC_IMPL_BUG) runs a seeded-bug coordinator from conformance/seeded_bugs.py.
+`--record DIR` also writes each run of the implementation as a recorded trace, so that
+`kgc validate DIR` checks with TLC that what the implementation did is a behaviour of the spec.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ def conform_command(
     stop: Annotated[bool, typer.Option("--stop/--all", help="Stop at the first diverging trace.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also list every trace that conformed.")] = False,
     json_output: Annotated[bool, typer.Option("--json", help="Print a JSON summary as the last line.")] = False,
+    record: Annotated[Optional[Path], typer.Option(help="Also write the implementation's runs here as recorded traces, for kgc validate.")] = None,
 ) -> None:
     """Replay spec traces on the implementation; report the first divergence of each."""
     from kgc.conformance.abstraction import SpecConstants
@@ -53,7 +56,7 @@ def conform_command(
         elif verbose:
             typer.echo(f"{outcome.verdict} {outcome.file}: {outcome.steps} steps")
 
-    report = conform(files, cls, constants, stop_at_first=stop, on_trace=show)
+    report = conform(files, cls, constants, stop_at_first=stop, on_trace=show, record_to=record)
     typer.echo(f"kgc conform ({cls.__name__}): {report.summary()}")
     code = EXIT_ERROR if report.count("ERROR") else EXIT_DIVERGED if report.count("DIVERGED") else EXIT_PASS
     if json_output:

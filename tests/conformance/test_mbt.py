@@ -15,6 +15,8 @@ import pytest
 from conformsupport import full_spec_dir
 from kgc.conformance.abstraction import TIMER_STEPS
 from kgc.conformance.mbt import conform, conform_trace, simulate
+from kgc.conformance.recorded_trace import read_trace
+from kgc.conformance.validate import validate_traces
 from kgc.conformance.seeded_bugs import BUGS, coordinator_class
 from kgc.tools.itf import read_itf
 
@@ -71,6 +73,36 @@ def test_full_fault_traces_conform_and_exercise_every_action(full_traces: Path) 
               "GroupLoad"} | (TIMER_STEPS - {"DelayedSyncExpiry"})    # that one is rare
     assert wanted <= set(seen), f"never drawn: {sorted(wanted - set(seen))}"
     print(report.summary(), dict(seen))
+
+
+def test_recorded_runs_of_simulated_traces_are_behaviours_of_the_spec(
+        full_traces: Path, tmp_path: Path) -> None:
+    """spec -> implementation -> spec: the implementation's own runs, recorded while it
+    follows 1,000 spec traces (failover included), are checked by TLC to be behaviours of
+    the spec; and a recording of a seeded bug's run is not."""
+    report = conform([full_traces], record_to=tmp_path / "rec")
+    assert report.count("CONFORMS") == len(report.outcomes) == 1000, report.summary()
+    recorded = [read_trace(p) for p in sorted((tmp_path / "rec").glob("*.json"))]
+    assert len(recorded) == 1000 and all(t.stopped is None for t in recorded)
+    assert sum(len(t.states) - 1 for t in recorded) == report.steps
+    checked = validate_traces(recorded, work_dir=tmp_path / "tlc")
+    assert checked.ok, (checked.errors[:1], [v for v in checked.verdicts if not v.matched][:1])
+    assert len(checked.verdicts) == 1000
+
+    bad = conform([full_traces], coordinator_class("generation_not_bumped"),
+                  record_to=tmp_path / "bad", stop_at_first=True)
+    diverged = bad.first_divergence
+    assert diverged is not None
+    run = read_trace(tmp_path / "bad" / Path(diverged.file).name.replace(".itf.json", ".json"))
+    verdict = validate_traces([run], work_dir=tmp_path / "tlc-bad").verdicts[0]
+    assert not verdict.matched and verdict.failed_step is not None
+
+
+def test_record_refuses_a_normalize_model(small_traces: Path, tmp_path: Path) -> None:
+    path = sorted(small_traces.glob("*.itf.json"))[0]
+    outcome = conform_trace(path, record_to=tmp_path)
+    assert outcome.verdict == "ERROR" and "Normalize" in outcome.error
+    assert not list(tmp_path.glob("*.json"))
 
 
 @pytest.mark.parametrize("bug", sorted(set(BUGS) - {"none"}))
