@@ -142,6 +142,22 @@ def test_kgc_bench_purgatory_quick_writes_json_and_plot(tmp_path: Path) -> None:
     assert png_file.suffix == ".png" and png_file.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_kgc_bench_all_quick_runs_the_three_benchmarks_in_one_command(tmp_path: Path) -> None:
+    """What CI runs of the benchmarks: each one, with its correctness check, no timing claims."""
+    result = CliRunner().invoke(app, ["bench", "all", "--quick", "--json", "--out", str(tmp_path)])
+    assert result.exit_code == EXIT_OK, result.output
+    last = json.loads(result.stdout.strip().splitlines()[-1])
+    assert last["ok"] is True and last["unavailable"] == {} and last["failed"] == {}
+    results = last["results"]
+    assert set(results) == {"purgatory", "tlc", "replay"}
+    assert all(r["ok"] for r in results.values())
+    assert results["purgatory"]["data"]["agreement"]["ok"] is True
+    tlc = results["tlc"]
+    assert [r["workers"] for r in tlc["rows"]] == [1, 2] and tlc["summary"]["agree"] is True
+    assert {r["model"] for r in tlc["rows"]} == {"smoke"}
+    assert all(r["outcome"] == "passed" and r["distinct_states"] > 1000 for r in tlc["rows"])
+
+
 def test_unknown_and_unavailable_benchmarks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(KeyError):
         run_bench("nope", out_dir=tmp_path)
