@@ -17,6 +17,8 @@ from typing import Annotated, List, Optional
 
 import typer
 
+from kgc.tools.progress import counted
+
 __all__ = ["conform_command", "register"]
 
 EXIT_PASS, EXIT_DIVERGED, EXIT_ERROR = 0, 1, 2
@@ -56,7 +58,12 @@ def conform_command(
         elif verbose:
             typer.echo(f"{outcome.verdict} {outcome.file}: {outcome.steps} steps")
 
-    report = conform(files, cls, constants, stop_at_first=stop, on_trace=show, record_to=record)
+    with counted("kgc conform", len(files), "traces") as advance:
+        def on_trace(outcome) -> None:
+            show(outcome)
+            advance(1)
+
+        report = conform(files, cls, constants, stop_at_first=stop, on_trace=on_trace, record_to=record)
     typer.echo(f"kgc conform ({cls.__name__}): {report.summary()}")
     code = EXIT_ERROR if report.count("ERROR") else EXIT_DIVERGED if report.count("DIVERGED") else EXIT_PASS
     if json_output:

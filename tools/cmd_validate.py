@@ -21,6 +21,7 @@ from typing import Annotated, List, Optional
 import typer
 
 from kgc.tools.exit_codes import ExitCode
+from kgc.tools.progress import counted
 
 __all__ = ["register", "validate_command"]
 
@@ -87,8 +88,10 @@ def validate_command(
             write_trace(out / f"{n:05d}-{_slug(t.name)}.json", t)
 
     try:
-        report = validate_traces(recorded, jobs=jobs, classic=classic, work_dir=work_dir,
-                                 keep=work_dir is not None, timeout=timeout)
+        with counted("kgc validate", len(recorded), "traces") as advance:
+            report = validate_traces(recorded, jobs=jobs, classic=classic, work_dir=work_dir,
+                                     keep=work_dir is not None, timeout=timeout,
+                                     on_batch=lambda _b, _n, verdicts: advance(len(verdicts)))
     except (ValidationError, ValueError) as e:
         typer.echo(f"kgc validate: error: {e}", err=True)
         raise typer.Exit(EXIT_TLC) from None
