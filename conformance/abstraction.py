@@ -107,9 +107,10 @@ from kgc.tools.tla_values import ModelValue, Record, TlaFunction, TlaValue, pars
 
 __all__ = [
     "AbstractionError", "ClientView", "GROUP_ID", "IdMap", "NO_GEN", "NO_MEMBER",
-    "SPEC_VARIABLES", "SpecConstants", "apply_spec_step", "leader_log", "StepResult", "TIMER_STEPS", "UnknownAction", "World",
-    "abstract_state", "apply_action", "decode_plan", "encode_plan",
-    "not_enabled", "timer_record",
+    "SPEC_VARIABLES", "SpecConstants", "StepResult", "TIMER_STEPS", "UnknownAction", "World",
+    "abstract_state", "apply_action", "apply_spec_step", "decode_plan", "encode_plan",
+    "leader_log", "normalized_last_action", "not_enabled", "prefer_leader", "tie_to_fire",
+    "timer_record",
 ]
 
 GROUP_ID = "g"
@@ -998,7 +999,8 @@ def apply_action(world: World, la: Mapping[str, Any], fire: Any = None) -> StepR
     metadata changed iff chg); SyncGroupLeader / SyncGroupFollower -> handle_sync_group
     (the leader's assignment gives each member of its list the plan); Heartbeat ->
     handle_heartbeat; LeaveGroup -> handle_leave_group. Time: every timer step (TIMER_STEPS)
-    -> SystemTimer.fire_next() (or `fire`, a live op tying with the head: `tie_to_fire`); AdvanceTime -> advance_to(now + dt * K). Failover:
+    -> SystemTimer.fire_next() (or `fire`, a live op tying with the head: `tie_to_fire`);
+    AdvanceTime -> advance_to(now + dt * K). Failover:
     GroupUnload -> on_group_unloaded, GroupLoad -> on_group_loaded. Client events
     (ClientCrash, ClientRestart, ClientAbandon, ClientRejoin, NoIdLeft) only change the
     client view; a response to a request its client no longer waits for is lost, as in the

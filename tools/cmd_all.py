@@ -118,10 +118,10 @@ def default_stages(root: Path, model: str, traces: int, seed: int, check_timeout
     runs of the simulated traces are validated too: spec -> implementation -> spec), then the
     proofs."""
     kgc = [sys.executable, "-m", "kgc.tools.cli"]
-    record = ["--record", "conform-recorded"] if _recordable(model) else []
+    recordable = _recordable(model)
 
     def conform_argv(run: Path) -> list[str]:
-        extra = [record[0], str(run / record[1])] if record else []
+        extra = ["--record", str(run / "conform-recorded")] if recordable else []
         return kgc + ["conform", str(run / "traces"), "--model", model, *extra, "--json"]
 
     def validate_argv(run: Path) -> list[str]:
