@@ -137,7 +137,7 @@ class SystemTimer:
         self._ticks: list[int] = []
         self._curs: list[int] = []
         self._ends: list[int] = []
-        self._wheels: list[list[_Bucket]] = []
+        self._wheels: list[list[_Bucket | None]] = []   # overflow slots: None until used
         self._add_level(start - start % tick_ms)
         self._w0 = self._wheels[0]
         self._cur = _Bucket(-1, -1)          # the clock's slot of the lowest wheel, sorted
@@ -159,14 +159,30 @@ class SystemTimer:
         level = len(self._ticks)
         tick = self._tick if level == 0 else self._ticks[-1] * self._wsize
         cur = start - start % tick
-        buckets = []
-        for _ in range(self._wsize):
-            buckets.append(_Bucket(self._uids, level))
-            self._uids += 1
+        if level == 0:
+            buckets = [self._new_bucket(0) for _ in range(self._wsize)]
+        else:
+            # Overflow buckets are made on first use (_overflow_bucket): a coordinator's long
+            # timeouts open four or five levels, of which only a few buckets ever hold a task,
+            # and short-lived coordinators (one per replayed scenario) paid for all of them.
+            buckets = [None] * self._wsize
         self._ticks.append(tick)
         self._curs.append(cur)
         self._ends.append(cur + tick * self._wsize)
         self._wheels.append(buckets)
+
+    def _new_bucket(self, level: int) -> _Bucket:
+        b = _Bucket(self._uids, level)
+        self._uids += 1
+        return b
+
+    def _overflow_bucket(self, level: int, slot: int) -> _Bucket:
+        """The bucket of an overflow wheel's slot, made on first use."""
+        wheel = self._wheels[level]
+        b = wheel[slot]
+        if b is None:
+            b = wheel[slot] = self._new_bucket(level)
+        return b
 
     def _sync_level0(self) -> None:
         self._last_d = None           # the wheels moved: a deadline may map to another list now
@@ -265,7 +281,7 @@ class SystemTimer:
                 k += 1
             tk = self._ticks[k]
             vid = d // tk
-            b = self._wheels[k][vid % self._wsize]
+            b = self._wheels[k][vid % self._wsize] or self._overflow_bucket(k, vid % self._wsize)
             tail = b._prev
             task._prev = tail
             task._next = b
@@ -373,7 +389,7 @@ class SystemTimer:
                         k += 1
                     tk = ticks[k]
                     vid = d // tk
-                    lst = wheels[k][vid % wsize]
+                    lst = wheels[k][vid % wsize] or self._overflow_bucket(k, vid % wsize)
                     tail = lst._prev
                     t._prev = tail
                     t._next = lst
