@@ -103,7 +103,7 @@ from kgc.impl.delayed import DelayedHeartbeat, DelayedJoin, DelayedSync, Initial
 from kgc.impl.errors import Errors
 from kgc.impl.group import GroupMetadata, GroupState
 from kgc.impl.timer import SystemTimer
-from kgc.tools.tla_values import ModelValue, Record, TlaFunction, TlaValue, parse_value
+from kgc.spec.values import ModelValue, Record, TlaFunction, TlaValue, parse_value
 
 __all__ = [
     "AbstractionError", "ClientView", "GROUP_ID", "IdMap", "NO_GEN", "NO_MEMBER",
@@ -220,7 +220,7 @@ class SpecConstants:
 
     @classmethod
     def from_model(cls, name: str, ms_per_unit: int = 1000) -> SpecConstants:
-        from kgc.tools.spec_models import resolve_model
+        from kgc.spec.catalog import resolve_model
         return cls.from_cfg(resolve_model(name).config, ms_per_unit)
 
     def properties_constants(self) -> Any:

@@ -25,7 +25,7 @@ from kgc.conformance.abstraction import (SpecConstants, World, abstract_state, a
                                          not_enabled)
 from kgc.conformance.mbt import compare_states, describe_action, load_trace
 from kgc.impl.coordinator import GroupCoordinator
-from kgc.tools.tla_values import Record
+from kgc.spec.values import Record
 
 __all__ = ["CexReport", "CexStep", "replay_counterexample"]
 

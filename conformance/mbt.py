@@ -31,9 +31,9 @@ from kgc.conformance.abstraction import (TIMER_STEPS, AbstractionError, SpecCons
 from kgc.conformance.recorded_trace import write_trace
 from kgc.conformance.recorder import RunRecorder
 from kgc.impl.coordinator import GroupCoordinator
-from kgc.tools.itf import read_itf, write_itf
-from kgc.tools.tla_values import TlaValue, format_value, parse_value, sort_key
-from kgc.tools.tlc_result import CheckResult, Outcome, Trace, TraceState
+from kgc.spec.itf import read_itf, write_itf
+from kgc.spec.values import TlaValue, format_value, parse_value, sort_key
+from kgc.spec.tlc_result import CheckResult, Outcome, Trace, TraceState
 
 __all__ = [
     "ConformReport", "Divergence", "SimulationResult", "TraceOutcome", "compare_states",
@@ -117,13 +117,13 @@ def simulate(model: str, traces: int, depth: int, seed: int, out: Path, *,
              spec_dir: Optional[Path] = None, max_heap: Optional[str] = None) -> SimulationResult:
     """Draw `traces` random behaviours of `depth` states; write out/trace-NNNNN.itf.json.
 
-    TLC runs in out/tlc/ (kgc.tools.tlc.run_tlc) on out/NAME.simulate.cfg (the model without
+    TLC runs in out/tlc/ (kgc.spec.tlc.run_tlc) on out/NAME.simulate.cfg (the model without
     its temporal properties), writing its raw trace files there; they are converted and
     removed. An invariant the model violates while simulating stops TLC:
     its trace is written as out/counterexample.itf.json.
     """
-    from kgc.tools.spec_models import resolve_model
-    from kgc.tools.tlc import TlcJob, run_tlc
+    from kgc.spec.catalog import resolve_model
+    from kgc.spec.tlc import TlcJob, run_tlc
 
     if traces < 1 or depth < 1:
         raise ValueError("traces and depth must be at least 1")

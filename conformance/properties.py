@@ -4,7 +4,7 @@ spec's names, over a state given as the spec's variables.
 Why a second copy: TLC checks them on the spec's own behaviours; these check them on the
 implementation's, after every step of a Hypothesis run or a recorded trace, where TLC is too
 slow to call per step. A state is a mapping from spec variable name to its value in
-kgc.tools.tla_values form (int, str, bool, ModelValue, frozenset, tuple, Record, TlaFunction),
+kgc.spec.values form (int, str, bool, ModelValue, frozenset, tuple, Record, TlaFunction),
 which is what ITF traces read back as and what conformance.abstraction produces; member ids
 are the spec's integers (NoMember = 0), clients are ModelValues.
 

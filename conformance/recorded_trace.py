@@ -6,7 +6,7 @@ because TLC can only check a batch of traces that share them, and per state the
 implementation event it came from, so a failure can be named in the implementation's words.
 
 States hold the spec variables the recorder observed (every state the same set), in
-kgc.tools.tla_values form; `lastAction` is always there, since it names the spec action (and
+kgc.spec.values form; `lastAction` is always there, since it names the spec action (and
 its client and flag) each step must be. `timers`, `store` and `lastAction` may be partial
 records (only the fields observed); client variables are functions over the clients used.
 """
@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kgc.tools.itf import ITF_FORMAT_DESCRIPTION, value_from_itf, value_to_itf
-from kgc.tools.tla_values import ModelValue, TlaValue
+from kgc.spec.itf import ITF_FORMAT_DESCRIPTION, value_from_itf, value_to_itf
+from kgc.spec.values import ModelValue, TlaValue
 
 __all__ = ["RecordedTrace", "TraceConstants", "read_trace", "write_trace"]
 

@@ -39,7 +39,7 @@ from kgc.conformance.abstraction import (GROUP_ID, AbstractionError, SpecConstan
 from kgc.conformance.recorded_trace import RecordedTrace, TraceConstants
 from kgc.impl.coordinator import GroupCoordinator, LeaveMemberIdentity
 from kgc.impl.group import GroupState
-from kgc.tools.tla_values import ModelValue, Record
+from kgc.spec.values import ModelValue, Record
 
 __all__ = ["CLIENT_ACTIONS", "RANDOM_RUN_CONSTANTS", "RecordingStopped", "RunRecorder",
            "enabled_actions", "random_run", "record_scenario", "record_scenario_file",

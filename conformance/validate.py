@@ -44,10 +44,10 @@ from pathlib import Path
 from typing import Any
 
 from kgc.conformance.recorded_trace import RecordedTrace, TraceConstants, read_trace
-from kgc.tools.tla_values import ModelValue, TlaFunction, parse_state, sort_key
-from kgc.tools.tlc import TlcJob, run_tlc
-from kgc.tools.tlc_messages import STATE_PRINT, ToolOutputParser
-from kgc.tools.tlc_result import Outcome
+from kgc.spec.values import ModelValue, TlaFunction, parse_state, sort_key
+from kgc.spec.tlc import TlcJob, run_tlc
+from kgc.spec.tlc_messages import STATE_PRINT, ToolOutputParser
+from kgc.spec.tlc_result import Outcome
 
 __all__ = ["ACTIONS", "BatchReport", "StepDiff", "TraceVerdict", "ValidationError",
            "action_code", "build_module", "diagnose", "validate_files", "validate_traces",
@@ -493,7 +493,7 @@ def build_module(traces: Sequence[RecordedTrace], module: str, spec_text: str, *
 # ---------------------------------------------------------------------------------------------
 
 def _spec_file() -> Path:
-    from kgc.tools.spec_models import spec_root
+    from kgc.spec.catalog import spec_root
     return spec_root() / f"{SPEC_MODULE}.tla"
 
 

@@ -1,1 +1,3 @@
-"""The TLA+ specification, shipped as package data (no Python lives here)."""
+"""The TLA+ specification (package data) and the Python that runs TLC on it and reads its values.
+
+Knows nothing of kgc.impl or kgc.conformance: it is the bottom layer on the TLA+ side."""

@@ -1,6 +1,6 @@
 """`kgc check`: model-check one model of the spec with TLC and report the outcome.
 
-Thin on purpose: spec_models finds the files, tlc runs TLC, itf writes the counterexample,
+Thin on purpose: kgc.spec.catalog finds the files, tlc runs TLC, itf writes the counterexample,
 trace_view renders it, exit_codes maps the outcome. See docs/check.md for the user's view.
 """
 
@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from kgc.tools.exit_codes import ExitCode, exit_code_for
-from kgc.tools.tlc_result import CheckResult, Outcome
+from kgc.spec.tlc_result import CheckResult, Outcome
 
 __all__ = ["check", "register"]
 
@@ -179,9 +179,9 @@ def check(
     spec_dir: Annotated[Path | None, typer.Option(help="Spec folder to use instead of the installed kgc.spec.")] = None,
 ) -> None:
     """Model-check a model of the spec with TLC. Exit codes: see docs/check.md."""
-    from kgc.tools.itf import write_itf
-    from kgc.tools.spec_models import ModelNotFoundError, resolve_model
-    from kgc.tools.tlc import (
+    from kgc.spec.itf import write_itf
+    from kgc.spec.catalog import ModelNotFoundError, resolve_model
+    from kgc.spec.tlc import (
         JarMissingError, JavaMissingError, Terminated, TlcJob, locate_jar, locate_java, make_run_dir, run_tlc,
     )
 

@@ -31,8 +31,8 @@ def simulate_command(
 ) -> None:
     """Draw random behaviours of a model with TLC and write them as ITF traces."""
     from kgc.conformance.mbt import simulate
-    from kgc.tools.spec_models import ModelNotFoundError
-    from kgc.tools.tlc import TlcSetupError
+    from kgc.spec.catalog import ModelNotFoundError
+    from kgc.spec.tlc import TlcSetupError
 
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         typer.echo(f"kgc simulate: error: --out {out} must be a new or empty folder", err=True)

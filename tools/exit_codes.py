@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from kgc.tools.tlc_result import Outcome
+from kgc.spec.tlc_result import Outcome
 
 __all__ = ["ExitCode", "exit_code_for"]
 

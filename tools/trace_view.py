@@ -12,8 +12,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kgc.tools.tla_values import Record, TlaFunction, TlaValue, format_value
-from kgc.tools.tlc_result import Trace
+from kgc.spec.values import Record, TlaFunction, TlaValue, format_value
+from kgc.spec.tlc_result import Trace
 
 __all__ = ["Change", "render_trace", "short_location", "state_changes"]
 

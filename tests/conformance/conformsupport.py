@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from kgc.tools.spec_models import spec_root
+from kgc.spec.catalog import spec_root
 
 #: Every client fault and one failover: the model the seeded implementation bugs are hunted
 #: with (the shipped `small` model may leave faults out to keep model checking fast). Ids are

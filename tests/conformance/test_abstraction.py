@@ -7,7 +7,7 @@ import pytest
 from kgc.conformance.abstraction import (AbstractionError, IdMap, SpecConstants, World,
                                          abstract_state, apply_action, cfg_constants,
                                          not_enabled)
-from kgc.tools.tla_values import ModelValue, Record
+from kgc.spec.values import ModelValue, Record
 
 C1, C2 = ModelValue("c1"), ModelValue("c2")
 K = SpecConstants(clients=("c1", "c2"), num_ids=3, session=2, rebalance=3, initial_delay=1,

@@ -16,10 +16,10 @@ import pytest
 from kgc.conformance import properties
 from kgc.conformance.cex import NONE, SAME, replay_counterexample, spec_violations
 from kgc.conformance.seeded_bugs import coordinator_class
-from kgc.tools.itf import write_itf
-from kgc.tools.spec_models import available_models, resolve_model
-from kgc.tools.tlc import TlcJob, run_tlc
-from kgc.tools.tlc_result import Outcome
+from kgc.spec.itf import write_itf
+from kgc.spec.catalog import available_models, resolve_model
+from kgc.spec.tlc import TlcJob, run_tlc
+from kgc.spec.tlc_result import Outcome
 
 KGC = Path(sys.executable).with_name("kgc")
 BUG_MODELS = [m for m in available_models() if m.startswith("bug_")]

@@ -18,7 +18,7 @@ from kgc.conformance.mbt import conform, conform_trace, simulate
 from kgc.conformance.recorded_trace import read_trace
 from kgc.conformance.validate import validate_traces
 from kgc.conformance.seeded_bugs import BUGS, coordinator_class
-from kgc.tools.itf import read_itf
+from kgc.spec.itf import read_itf
 
 KGC = Path(sys.executable).with_name("kgc")
 

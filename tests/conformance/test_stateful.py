@@ -17,7 +17,7 @@ from kgc.conformance.seeded_bugs import BUGS
 from kgc.conformance.stateful import DEFAULT_CONSTANTS, fuzz
 from kgc.impl.coordinator import GroupCoordinator
 from kgc.tools.cli import main
-from kgc.tools.tla_values import ModelValue, Record, TlaFunction
+from kgc.spec.values import ModelValue, Record, TlaFunction
 
 SEEDED = ("sync_in_preparing_rebalance", "generation_not_bumped", "leader_not_reassigned",
           "session_expiry_keeps_member", "rebalance_timeout_keeps_member")

@@ -18,7 +18,7 @@ from kgc.conformance.recorder import (RANDOM_RUN_CONSTANTS, RunRecorder, random_
 from kgc.conformance.seeded_bugs import BUGS
 from kgc.conformance.validate import validate_traces
 from kgc.tools.cli import main
-from kgc.tools.tla_values import ModelValue, Record
+from kgc.spec.values import ModelValue, Record
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 

@@ -14,8 +14,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from kgc.tools.spec_models import resolve_model
-from kgc.tools.tlc import TlcJob, run_tlc
+from kgc.spec.catalog import resolve_model
+from kgc.spec.tlc import TlcJob, run_tlc
 
 HERE = Path(__file__).parent
 SPEC = HERE / "fixtures" / "spec"

@@ -187,7 +187,7 @@ Bounded == x <= 30 /\\ y <= 30
 @pytest.mark.skipif(shutil.which("java") is None, reason="TLC needs java")
 def test_tlc_bench_runs_one_and_two_workers_on_a_toy_model(tmp_path: Path) -> None:
     from kgc.tools.bench.tlc_bench import compare_workers
-    from kgc.tools.spec_models import Model
+    from kgc.spec.catalog import Model
 
     (tmp_path / "Toy.tla").write_text(TOY)
     (tmp_path / "Toy.cfg").write_text("INIT Init\nNEXT Next\nINVARIANT Bounded\n")

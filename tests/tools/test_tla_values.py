@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kgc.tools.tla_values import (
+from kgc.spec.values import (
     ModelValue, Record, TlaFunction, ValueParseError, format_value, parse_state, parse_value,
 )
-from kgc.tools.tlc_output import parse_tool_output
+from kgc.spec.tlc_output import parse_tool_output
 
 from toolsupport import recorded
 

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from kgc.tools.tla_values import ModelValue, Record
-from kgc.tools.tlc_messages import Message, ToolOutputParser
-from kgc.tools.tlc_output import ResultBuilder, config_properties, parse_tool_output
-from kgc.tools.tlc_result import Outcome
+from kgc.spec.values import ModelValue, Record
+from kgc.spec.tlc_messages import Message, ToolOutputParser
+from kgc.spec.tlc_output import ResultBuilder, config_properties, parse_tool_output
+from kgc.spec.tlc_result import Outcome
 
 from toolsupport import OUTPUT, SPEC, recorded
 

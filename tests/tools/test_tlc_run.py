@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from kgc.tools.spec_models import ModelNotFoundError, resolve_model
-from kgc.tools.tlc import (
+from kgc.spec.catalog import ModelNotFoundError, resolve_model
+from kgc.spec.tlc import (
     JarMissingError, JavaMissingError, TlcJob, locate_jar, locate_java, make_run_dir, run_tlc,
 )
-from kgc.tools.tlc_output import parse_tool_output
-from kgc.tools.tlc_result import Outcome
+from kgc.spec.tlc_output import parse_tool_output
+from kgc.spec.tlc_result import Outcome
 
 from toolsupport import SPEC, processes_mentioning, recorded
 

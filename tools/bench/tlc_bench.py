@@ -1,6 +1,6 @@
 """`kgc bench tlc`: what a second TLC worker buys on the default model (the `kgc check` run).
 
-Runs the same model twice through kgc.tools.tlc (the real TLC subprocess), with 1 and then 2
+Runs the same model twice through kgc.spec.tlc (the real TLC subprocess), with 1 and then 2
 workers, and reports wall time and distinct states per second. Both runs must reach the same
 verdict and the same number of distinct states, else the result is not ok: a speed-up that
 changes the answer is no speed-up.
@@ -23,9 +23,9 @@ QUICK_TIMEOUT_S = 300.0
 
 def _tlc_api() -> tuple[Any, Any]:
     try:
-        from kgc.tools import spec_models, tlc
+        from kgc.spec import catalog as spec_models, tlc
     except ImportError as err:
-        raise BenchUnavailable(f"tlc benchmark not yet available: kgc.tools.tlc cannot be imported ({err})") from None
+        raise BenchUnavailable(f"tlc benchmark not yet available: kgc.spec.tlc cannot be imported ({err})") from None
     return tlc, spec_models
 
 
@@ -43,7 +43,7 @@ def tlc_benchmark(options: BenchOptions) -> BenchResult:
 
 def compare_workers(model: Any, *, workers: tuple[int, ...] = WORKERS, timeout_s: float = TIMEOUT_S,
                     options: BenchOptions = BenchOptions()) -> BenchResult:
-    """Checks `model` (a kgc.tools.spec_models.Model) once per worker count."""
+    """Checks `model` (a kgc.spec.catalog.Model) once per worker count."""
     tlc, _spec_models = _tlc_api()
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="kgc-bench-tlc-") as scratch:
@@ -63,7 +63,7 @@ def compare_workers(model: Any, *, workers: tuple[int, ...] = WORKERS, timeout_s
                 "distinct_per_s": round(result.distinct_states / wall) if result.distinct_states and wall else None,
             })
     first = rows[0]
-    notes = [f"TLC 2.15 via kgc.tools.tlc, model {model.name!r}; wall time includes JVM start and parsing"]
+    notes = [f"TLC 2.15 via kgc.spec.tlc, model {model.name!r}; wall time includes JVM start and parsing"]
     timed_out = any(r["outcome"] == "timeout" for r in rows)
     if timed_out:
         # A run cut short proves nothing about agreement and gives no speed-up to quote.

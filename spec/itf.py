@@ -38,8 +38,8 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
-from kgc.tools.tla_values import ModelValue, Record, TlaFunction, TlaValue, sort_key
-from kgc.tools.tlc_result import Trace, TraceState
+from kgc.spec.values import ModelValue, Record, TlaFunction, TlaValue, sort_key
+from kgc.spec.tlc_result import Trace, TraceState
 
 __all__ = ["ITF_FORMAT_DESCRIPTION", "read_itf", "trace_to_itf", "value_from_itf", "value_to_itf", "write_itf"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from kgc.tools.tla_values import TlaValue, ValueParseError, parse_state
-from kgc.tools.tlc_messages import (
+from kgc.spec.values import TlaValue, ValueParseError, parse_state
+from kgc.spec.tlc_messages import (
     ACTION_PROPERTY_VIOLATED, ASSERT_FAILED, ASSUMPTION_FALSE, BACK_TO_STATE,
     BEHAVIOR_UP_TO_THIS_POINT, CHECKING_TEMPORAL_PROPS, COMPUTING_INIT, CONFIG_CODES,
     COUNTER_EXAMPLE, COVERAGE_INIT, COVERAGE_NEXT, COVERAGE_START, CRASH_CODES, DEADLOCK,
@@ -22,7 +22,7 @@ from kgc.tools.tlc_messages import (
     SEVERITY_TLCBUG, STATE_PRINT, STATS, STUTTERING, SUCCESS, TEMPORAL_PROPERTY_VIOLATED,
     VERSION, Message, ToolOutputParser,
 )
-from kgc.tools.tlc_result import CheckResult, Coverage, Outcome, SourceLocation, Trace, TraceState
+from kgc.spec.tlc_result import CheckResult, Coverage, Outcome, SourceLocation, Trace, TraceState
 
 __all__ = ["ResultBuilder", "config_properties", "parse_tool_output"]
 

@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from kgc.tools.tlc_messages import ToolOutputParser
-from kgc.tools.tlc_output import ResultBuilder
-from kgc.tools.tlc_result import CheckResult
+from kgc.spec.tlc_messages import ToolOutputParser
+from kgc.spec.tlc_output import ResultBuilder
+from kgc.spec.tlc_result import CheckResult
 
 __all__ = [
     "JarMissingError",
