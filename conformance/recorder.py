@@ -8,7 +8,7 @@ responses, timers, member ids. The recorder reads the result through abstraction
 and its observer hook, and writes the step's lastAction as the spec would.
 
 Three sources feed it:
-- `record_scenario`: a scenario file (tests/scenarios/), lifted step by step to spec actions. A
+- `record_scenario`: a scenario file (conformance/scenarios/), lifted step by step to spec actions. A
   request from a member whose client, in spec terms, could not send it (it waits on a parked
   request: ClientAbandon first; it is Stable: ClientRejoin first) gets the client event the spec
   needs inserted. A request the spec has no action for (an unknown literal member id, a wrong

@@ -1,6 +1,6 @@
 """The scenario file format (version 1): parse and validate, nothing else.
 
-The format is a contract (/work/shared/contract/scenario-format.md) that files written by other
+The format is a contract (docs/scenario-format.md) that files written by other
 people and tools rely on, so every check that can be made without running the coordinator is made
 here, before anything runs: a malformed file is rejected whole (exit 2) instead of half-running
 and failing somewhere confusing. The one check that needs a run -- a member reference to a join
@@ -567,3 +567,9 @@ def load_scenario(path: Path | str) -> Scenario:
     except (OSError, UnicodeDecodeError) as e:
         raise ScenarioError(file, None, f"cannot read: {e}") from None
     return loads_scenario(text, file)
+
+
+def shipped_scenarios() -> Path:
+    """The scenario files kgc ships (kgc.conformance's package data), so `kgc all` and the
+    benchmarks find them from any working folder, not only from a checkout's root."""
+    return Path(__file__).resolve().parent / "scenarios"

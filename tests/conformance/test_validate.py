@@ -20,7 +20,7 @@ from kgc.conformance.validate import validate_traces
 from kgc.tools.cli import main
 from kgc.spec.values import ModelValue, Record
 
-SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
+SCENARIOS = Path(__file__).resolve().parents[2] / "conformance" / "scenarios"
 
 #: The five seeded implementation bugs the conformance issue names (seeded_bugs.py).
 SEEDED = ("sync_in_preparing_rebalance", "generation_not_bumped", "leader_not_reassigned",

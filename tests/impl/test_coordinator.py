@@ -23,7 +23,7 @@ from kgc.impl.group import GroupMetadata, GroupState, IllegalStateTransition
 from kgc.impl.store import InMemoryGroupStore
 from kgc.impl.timer import SystemTimer
 
-EXAMPLES = Path("/work/shared/contract/examples")
+EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "contract-examples"
 
 MIN_SESSION = 10
 MAX_SESSION = 10 * 60 * 1000
@@ -171,7 +171,7 @@ def h() -> H:
 # ==============================================================================================
 
 def test_contract_example_two_members_rebalance() -> None:
-    """/work/shared/contract/examples/two-members-rebalance.json, step by step."""
+    """docs/contract-examples/two-members-rebalance.json, step by step."""
     spec = json.loads((EXAMPLES / "two-members-rebalance.json").read_text())
     assert spec["config"] == {"min_session_timeout_ms": 10, "max_session_timeout_ms": 600000,
                               "initial_rebalance_delay_ms": 100}

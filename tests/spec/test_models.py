@@ -27,7 +27,7 @@ SPEC = Path(__file__).resolve().parents[2] / "spec"
 MODELS = SPEC / "models"
 TIMEOUT_S = 900
 
-# TLC 2.15 exit codes (see /work/shared/notes/toolchain.md).
+# TLC 2.15 exit codes (docs/check.md).
 EXIT_OK = 0
 EXIT_SAFETY = 12
 EXIT_LIVENESS_OR_ACTION = 13

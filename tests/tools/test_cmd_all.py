@@ -31,7 +31,7 @@ def test_conform_and_validate_stages_close_the_loop(tmp_path: Path) -> None:
     assert len(recorded) == 12
     validate = stages["validate"]
     assert str(tmp_path / "run" / "conform-recorded") in validate["argv"]
-    scenarios = len(list((ROOT / "tests" / "scenarios").glob("*.json")))
+    scenarios = len(list((ROOT / "conformance" / "scenarios").glob("*.json")))
     # the 12 recorded runs, one per scenario, and 12 random runs; none failed
     assert validate["summary"]["traces"] == 12 + scenarios + 12
     assert validate["summary"]["failed"] == 0

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kgc.conformance.scenario import shipped_scenarios
 from kgc.tools.bench.result import BenchCheckFailed, BenchOptions, BenchResult
 
 __all__ = ["replay_benchmark"]
@@ -87,9 +88,9 @@ def _replay_rate(min_seconds: float) -> tuple[float, int]:
     from kgc.conformance.scenario import load_scenario
 
     root = Path(__file__).resolve().parents[2]
-    files = sorted((root / "tests" / "scenarios").glob("*.json"))
+    files = sorted(shipped_scenarios().glob("*.json"))
     if not files:
-        raise BenchCheckFailed("replay benchmark: no scenarios under tests/scenarios")
+        raise BenchCheckFailed("replay benchmark: no scenarios shipped in kgc.conformance")
     scenarios = [load_scenario(f) for f in files]
     steps_per_round = sum(len(s.steps) for s in scenarios)
     rounds, started = 0, time.perf_counter()
