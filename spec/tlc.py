@@ -225,26 +225,12 @@ def run_tlc(
     parser = ToolOutputParser()
     lock = threading.Lock()
 
-    started = time.monotonic()
-    proc = subprocess.Popen(
-        command,
-        cwd=spec_dir,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,  # JVM errors belong in the same ordered stream
-        stdin=subprocess.DEVNULL,
-        text=True,
-        encoding="utf-8",
-        errors="replace",
-        bufsize=1,
-        start_new_session=True,
-    )
-
     reader_errors: list[str] = []
 
     def read_output() -> None:
         # Must drain the pipe to the end whatever happens: a reader that stopped early would
         # leave TLC blocked on a full pipe until the timeout.
-        assert proc.stdout is not None
+        assert proc is not None and proc.stdout is not None
         with open(run_dir / "tlc.out", "w", encoding="utf-8") as raw:
             for line in proc.stdout:
                 raw.write(line)
@@ -260,25 +246,45 @@ def run_tlc(
                     if not reader_errors:
                         reader_errors.append(f"output handling failed at {line.strip()[:80]!r}: {exc!r}")
 
-    reader = threading.Thread(target=read_output, name="tlc-output", daemon=True)
-    reader.start()
     timed_out = False
+    proc: subprocess.Popen[str] | None = None
+    reader = threading.Thread(target=read_output, name="tlc-output", daemon=True)
     restore = _terminate_as_exception()
     try:
+        # Started inside the try, so an interrupt that lands between the start and the wait
+        # still kills the group.
+        started = time.monotonic()
+        proc = subprocess.Popen(
+            command,
+            cwd=spec_dir,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,  # JVM errors belong in the same ordered stream
+            stdin=subprocess.DEVNULL,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            bufsize=1,
+            start_new_session=True,
+        )
+        reader.start()
         proc.wait(timeout=job.timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
+        assert proc is not None
         _kill_group(proc)
     except BaseException:
-        _kill_group(proc)  # Ctrl-C or any other exit: never leave a JVM behind
+        if proc is not None:
+            _kill_group(proc)  # Ctrl-C or any other exit: never leave a JVM behind
         raise
     finally:
         restore()
-        reader.join()
+        if reader.is_alive():
+            reader.join()
         if not keep_scratch:
             for scratch in ("states", "tmp"):
                 shutil.rmtree(run_dir / scratch, ignore_errors=True)
 
+    assert proc is not None
     wall = time.monotonic() - started
     with lock:
         for event in parser.close():

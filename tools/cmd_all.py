@@ -10,7 +10,9 @@ passed).
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -147,37 +149,87 @@ def default_stages(root: Path, model: str, traces: int, seed: int, check_timeout
     ]
 
 
+INTERRUPTED = 130      # the shell's code for a command ended by SIGINT (128 + 2)
+STOP_GRACE_SECONDS = 15.0
+
+
+def _run_child(argv: list[str]) -> tuple[int, str]:
+    """Run one stage command in its own session and return (exit code, stdout).
+
+    Its own session, so a Ctrl-C on the terminal reaches kgc all alone, which then hands it on
+    as SIGINT to the whole stage group: the stage's kgc command ends its own children (TLC runs
+    in a session of its own too) before it exits. A stage that does not end within the grace
+    period gets SIGTERM, then SIGKILL. subprocess.run would SIGKILL the direct child only, and
+    the TLC it started would run on, orphaned.
+    """
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=None, text=True, start_new_session=True)
+    try:
+        stdout, _ = proc.communicate()
+        return proc.returncode, stdout
+    except BaseException:
+        _stop_group(proc)
+        raise
+
+
+def _stop_group(proc: subprocess.Popen[str]) -> None:
+    for sig, grace in ((signal.SIGINT, STOP_GRACE_SECONDS), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.communicate(timeout=grace)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    try:                # the leader may be gone while members of its group linger
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def run_stage(stage: Stage, run_dir: Path, console: Console) -> StageResult:
     argv = stage.argv(run_dir)
     started = time.monotonic()
     if stage.before is not None:
         prep = stage.before(run_dir)
         console.print(f"[bold]== {stage.name} (prepare)[/bold]  [dim]{' '.join(prep[2:])}[/dim]")
-        done = subprocess.run(prep, stdout=subprocess.PIPE, stderr=None, text=True)
-        if done.returncode != 0:
-            tail = "\n".join(done.stdout.strip().splitlines()[-40:])
-            return StageResult(stage.name, prep, done.returncode, time.monotonic() - started,
+        code, stdout = _run_child(prep)
+        if code != 0:
+            tail = "\n".join(stdout.strip().splitlines()[-40:])
+            return StageResult(stage.name, prep, code, time.monotonic() - started,
                                f"preparing command failed: {' '.join(prep[2:4])}", {}, tail)
     console.print(f"[bold]== {stage.name}[/bold]  [dim]{shlex.join(argv[2:]) if len(argv) < 12 else ' '.join(argv[2:6]) + ' ...'}[/dim]")
     # stderr is passed through so each stage's own progress display reaches the user live.
-    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=None, text=True)
+    code, stdout = _run_child(argv)
     seconds = time.monotonic() - started
-    summary = _last_json(proc.stdout) if stage.json_last_line else {}
-    headline = stage.headline(proc.stdout, summary)
-    tail = "\n".join(proc.stdout.strip().splitlines()[-40:])
-    (run_dir / f"{stage.name}.out").write_text(proc.stdout)
-    return StageResult(stage.name, argv, proc.returncode, seconds, headline, summary, tail)
+    summary = _last_json(stdout) if stage.json_last_line else {}
+    headline = stage.headline(stdout, summary)
+    tail = "\n".join(stdout.strip().splitlines()[-40:])
+    (run_dir / f"{stage.name}.out").write_text(stdout)
+    return StageResult(stage.name, argv, code, seconds, headline, summary, tail)
 
 
 def run_all(root: Path, run_dir: Path, stages: list[Stage], console: Console) -> list[StageResult]:
+    """Run the stages in order. Interrupted (Ctrl-C, SIGTERM), the stage running is stopped with
+    its children and recorded as interrupted, the rest as not run, and summary.json is written
+    all the same; the KeyboardInterrupt then goes on up so the caller writes the report."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    results = []
-    for stage in stages:
-        result = run_stage(stage, run_dir, console)
-        mark = "[green]PASS[/green]" if result.passed else f"[red]FAIL (exit {result.exit_code})[/red]"
-        console.print(f"   {mark} {result.headline}  [dim]({result.seconds:.1f} s)[/dim]")
-        results.append(result)
-    (run_dir / "summary.json").write_text(json.dumps([asdict(r) for r in results], indent=2))
+    results: list[StageResult] = []
+    try:
+        for stage in stages:
+            started = time.monotonic()
+            try:
+                result = run_stage(stage, run_dir, console)
+            except KeyboardInterrupt:
+                results.append(StageResult(stage.name, stage.argv(run_dir), INTERRUPTED, time.monotonic() - started,
+                                           "interrupted: stopped with its children"))
+                raise
+            mark = "[green]PASS[/green]" if result.passed else f"[red]FAIL (exit {result.exit_code})[/red]"
+            console.print(f"   {mark} {result.headline}  [dim]({result.seconds:.1f} s)[/dim]")
+            results.append(result)
+    finally:
+        (run_dir / "summary.json").write_text(json.dumps([asdict(r) for r in results], indent=2))
     return results
 
 
@@ -204,7 +256,17 @@ def all_command(
             console.print(f"kgc all: error: unknown stage(s) {sorted(unknown)}; stages: {[s.name for s in stages]}")
             raise typer.Exit(1)
         stages = [s for s in stages if s.name in wanted]
-    results = run_all(root, run_dir, stages, console)
+    results: list[StageResult] = []
+    try:
+        results = run_all(root, run_dir, stages, console)
+    except KeyboardInterrupt:
+        results = [StageResult(**r) for r in json.loads((run_dir / "summary.json").read_text())]
+        page = write_report(run_dir, results)
+        console.print(f"\nkgc all: interrupted during stage {results[-1].name if results else '?'}; "
+                      f"report of the stages so far: {page}")
+        typer.echo(json.dumps({"ok": False, "interrupted": True, "stages": {r.name: r.exit_code for r in results},
+                               "report": str(page)}))
+        raise typer.Exit(INTERRUPTED) from None
     page = write_report(run_dir, results)
     failed = [r for r in results if not r.passed]
     console.print(f"\nreport: {page}")

@@ -1,0 +1,84 @@
+"""Ctrl-C (SIGINT) and SIGTERM at random moments: no child of kgc survives, the exit code is
+130 (or the command's own code when it had finished), no traceback, and `kgc all` writes the
+report of the stages done so far, marked interrupted.
+
+Every process kgc starts for a run names the run's folder on its command line (TLC's -metadir,
+the stages' --out), so "nothing survives" is checked as "no process mentions the folder".
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+KGC = Path(sys.executable).with_name("kgc")
+RNG = random.Random(int(os.environ.get("KGC_INTERRUPT_SEED", "15")))
+
+
+def processes_mentioning(text: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if text in (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def commands(folder: Path) -> dict[str, list[str]]:
+    return {
+        "check": ["check", "--model", "smoke", "--workers", "1", "--out", str(folder / "check")],
+        "simulate": ["simulate", "--model", "smoke", "--traces", "400", "--depth", "40", "--seed", "3",
+                     "--out", str(folder / "traces")],
+        "validate": ["validate", "--random", "300", "--seed", "3", "--out", str(folder / "recorded")],
+        "all": ["all", "--model", "smoke", "--traces", "50", "--out", str(folder / "all")],
+    }
+
+
+def interrupt_at(argv: list[str], folder: Path, delay: float, sig: signal.Signals) -> tuple[int, str, str]:
+    proc = subprocess.Popen([str(KGC), *argv], cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        try:
+            out, err = proc.communicate(timeout=delay)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, sig)           # the terminal's foreground group: kgc itself
+            out, err = proc.communicate(timeout=90)
+        return proc.returncode, out, err
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+@pytest.mark.parametrize("name", ["check", "simulate", "validate", "all"])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_no_child_survives_an_interrupt(tmp_path: Path, name: str, sig: signal.Signals) -> None:
+    for attempt in range(2):
+        folder = tmp_path / f"{attempt}"
+        folder.mkdir()
+        delay = RNG.uniform(0.5, 6.0)
+        code, _out, err = interrupt_at(commands(folder)[name], folder, delay, sig)
+        deadline = time.monotonic() + 10
+        while processes_mentioning(str(folder)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert processes_mentioning(str(folder)) == [], f"{name} after {sig.name} at {delay:.1f} s: children survived"
+        assert "Traceback" not in err, f"{name} after {sig.name} at {delay:.1f} s:\n{err[-3000:]}"
+        # 130 (Ctrl-C) or 128 + the signal; 0 or 10 when the command had already finished
+        assert code in (130, 128 + sig, 0, 10), f"{name} after {sig.name} at {delay:.1f} s: exit {code}\n{err[-2000:]}"
+        if code >= 128:
+            assert "interrupted" in err or f"stopped by {sig.name}" in err, err[-2000:]
+        if name == "all" and code >= 128:
+            report = (folder / "all" / "report.html").read_text()
+            assert "interrupted" in report
