@@ -32,6 +32,8 @@ from kgc.conformance.recorded_trace import write_trace
 from kgc.conformance.recorder import RunRecorder
 from kgc.impl.coordinator import GroupCoordinator
 from kgc.spec.itf import read_itf, write_itf
+from kgc.conformance.trace_schema import check_trace_shape
+from kgc.spec.jsonfile import InputError
 from kgc.spec.values import TlaValue, format_value, parse_value, sort_key
 from kgc.spec.tlc_result import CheckResult, Outcome, Trace, TraceState
 
@@ -373,6 +375,7 @@ def load_trace(path: Path, constants: Optional[SpecConstants] = None
             constants = SpecConstants.from_model(meta["model"])
         else:
             raise AbstractionError(f"{path}: no constants or model in #meta; give --model")
+    check_trace_shape(str(path), states, abstract_state(World(constants, GroupCoordinator)))
     return constants, states, meta
 
 
@@ -395,6 +398,8 @@ def conform_trace(path: Path, coordinator_class: type[GroupCoordinator] = GroupC
             world = recorder.world
         else:
             world = World(k, coordinator_class)
+    except InputError as e:
+        return TraceOutcome(str(path), 0, 0, error=f"{e.place}: {e.message}" if e.place else e.message)
     except Exception as e:  # noqa: BLE001 - a bad file is reported, not raised
         return TraceOutcome(str(path), 0, 0, error=f"{type(e).__name__}: {e}")
     outcome = _follow(path, states, world, recorder)

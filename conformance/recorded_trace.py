@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kgc.spec.itf import ITF_FORMAT_DESCRIPTION, value_from_itf, value_to_itf
+from kgc.spec.jsonfile import InputError, read_json
 from kgc.spec.values import ModelValue, TlaValue
 
 __all__ = ["RecordedTrace", "TraceConstants", "read_trace", "write_trace"]
@@ -94,19 +95,40 @@ def write_trace(path: Path, trace: RecordedTrace) -> None:
 
 
 def read_trace(path: Path) -> RecordedTrace:
-    document = json.loads(Path(path).read_text(encoding="utf-8"))
+    """A recorded run, schema-checked: InputError (FILE: place: what) for anything else."""
+    file = str(path)
+    document = read_json(path)
+    if not isinstance(document, dict):
+        raise InputError(file, None, "a recorded trace is a JSON object")
     meta = document.get("#meta", {})
-    if meta.get("kgc") != FORMAT:
-        raise ValueError(f"{path}: not a kgc recorded trace (#meta.kgc = {meta.get('kgc')!r})")
-    consts = dict(meta["constants"])
-    consts["clients"] = tuple(consts["clients"])
-    model_values = set(meta.get("modelValues", []))
+    if not isinstance(meta, dict) or meta.get("kgc") != FORMAT:
+        raise InputError(file, "#meta.kgc", f"not a kgc recorded trace (#meta.kgc = {meta.get('kgc') if isinstance(meta, dict) else None!r})")
+    raw_states = document.get("states")
+    if not isinstance(raw_states, list) or not raw_states:
+        raise InputError(file, "states", "missing or empty: a recorded trace has at least its initial state")
+    try:
+        consts = dict(meta["constants"])
+        consts["clients"] = tuple(consts["clients"])
+        constants = TraceConstants(**consts)
+        model_values = set(meta.get("modelValues", []))
+    except (KeyError, TypeError, ValueError) as err:
+        raise InputError(file, "#meta.constants", f"missing or malformed ({err})") from None
     states, origins = [], []
-    for raw in document["states"]:
-        origins.append(raw.get("#meta", {}).get("origin", ""))
-        states.append({k: value_from_itf(v, model_values) for k, v in raw.items() if k != "#meta"})
+    for index, raw in enumerate(raw_states):
+        if not isinstance(raw, dict):
+            raise InputError(file, f"state {index}", "a state is a JSON object")
+        origins.append(str(raw.get("#meta", {}).get("origin", "")) if isinstance(raw.get("#meta", {}), dict) else "")
+        try:
+            states.append({k: value_from_itf(v, model_values) for k, v in raw.items() if k != "#meta"})
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as err:
+            raise InputError(file, f"state {index}", f"not an ITF value ({err})") from None
+    names = set(states[0])
+    for index, state in enumerate(states):
+        if set(state) != names:
+            missing = sorted(names - set(state)) or sorted(set(state) - names)
+            raise InputError(file, f"state {index}", f"variable {missing[0]} missing or extra")
     return RecordedTrace(name=meta.get("description") or Path(path).stem,
-                         constants=TraceConstants(**consts), states=states, origins=origins,
+                         constants=constants, states=states, origins=origins,
                          stopped=meta.get("stopped"), skipped=list(meta.get("skipped", [])),
                          source=meta.get("source", ""))
 

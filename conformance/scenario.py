@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
+from kgc.spec.jsonfile import InputError, read_json
+
 FORMAT_VERSION = 1
 
 #: Error names the contract lets an `expect` name.
@@ -556,6 +558,8 @@ def loads_scenario(text: str, file: str = "<string>") -> Scenario:
                                         f"{e.msg}") from None
     except ValueError as e:
         raise ScenarioError(file, None, f"invalid JSON: {e}") from None
+    except RecursionError:
+        raise ScenarioError(file, None, "JSON nested deeper than kgc reads (about 1,000 levels)") from None
     return parse_scenario(data, file)
 
 
@@ -563,10 +567,10 @@ def load_scenario(path: Path | str) -> Scenario:
     """Read and validate a scenario file; raises ScenarioError (also for an unreadable file)."""
     file = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ScenarioError(file, None, f"cannot read: {e}") from None
-    return loads_scenario(text, file)
+        data = read_json(path, object_pairs_hook=_object_pairs)
+    except InputError as e:
+        raise ScenarioError(file, None, f"{e.place}: {e.message}" if e.place else e.message) from None
+    return parse_scenario(data, file)
 
 
 def shipped_scenarios() -> Path:

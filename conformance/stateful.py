@@ -20,6 +20,7 @@ Profiles (registered with Hypothesis as kgc-ci and kgc-deep; `fuzz(profile="ci")
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -153,9 +154,15 @@ class CoordinatorMachine(RuleBasedStateMachine):
             if self.save_dir is not None:
                 name = "-".join(sorted(report.violations))
                 path = Path(self.save_dir) / f"hypothesis-{name}.json"
-                save_scenario(path, self.log.steps, self.k, note=(
-                    f"Hypothesis (kgc.conformance.stateful): {report} after step {step} "
-                    f"({self.rec.origins[-1]}) of {self.coordinator_class.__name__}"))
+                note = (f"Hypothesis (kgc.conformance.stateful): {report} after step {step} "
+                        f"({self.rec.origins[-1]}) of {self.coordinator_class.__name__}")
+                try:
+                    save_scenario(path, self.log.steps, self.k, note=note)
+                except OSError as err:
+                    # Found and not savable (disk full, folder gone): print it rather than lose it.
+                    sys.stderr.write(f"kgc: cannot save the failing scenario to {path} ({err.strerror or err}); "
+                                     "here it is:\n" + json.dumps(scenario_from_log(self.log.steps, self.k, note)) + "\n")
+                    path = None
             raise PropertyViolation(f"after step {step} ({self.rec.origins[-1]}): {report}",
                                     report, step, path)
 

@@ -38,6 +38,7 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
+from kgc.spec.jsonfile import InputError, read_json
 from kgc.spec.values import ModelValue, Record, TlaFunction, TlaValue, sort_key
 from kgc.spec.tlc_result import Trace, TraceState
 
@@ -140,11 +141,36 @@ def write_itf(path: Path, trace: Trace, *, source: str, description: str = "", m
 
 def read_itf(path: Path) -> tuple[dict[str, Any], list[dict[str, TlaValue]]]:
     """(trace #meta, states as {var: value}) with model values restored from #meta."""
-    document = json.loads(path.read_text(encoding="utf-8"))
+    file = str(path)
+    document = read_json(path)
+    if not isinstance(document, dict):
+        raise InputError(file, None, f"an ITF trace is a JSON object, not a {type(document).__name__}")
     meta = document.get("#meta", {})
-    model_values = set(meta.get("modelValues", []))
-    states = [
-        {name: value_from_itf(v, model_values) for name, v in state.items() if name != "#meta"}
-        for state in document["states"]
-    ]
+    if not isinstance(meta, dict):
+        raise InputError(file, "#meta", "must be an object")
+    raw_states = document.get("states")
+    if not isinstance(raw_states, list):
+        raise InputError(file, "states", "missing, or not a list")
+    variables = document.get("vars")
+    if variables is not None and not (isinstance(variables, list) and all(isinstance(v, str) for v in variables)):
+        raise InputError(file, "vars", "must be a list of variable names")
+    try:
+        model_values = set(meta.get("modelValues", []))
+    except TypeError:
+        raise InputError(file, "#meta.modelValues", "must be a list of names") from None
+    states: list[dict[str, TlaValue]] = []
+    for index, state in enumerate(raw_states):
+        if not isinstance(state, dict):
+            raise InputError(file, f"state {index}", f"a state is an object, not {json.dumps(state)[:40]}")
+        if variables is not None and (missing := [v for v in variables if v not in state]):
+            raise InputError(file, f"state {index}", f"variable {missing[0]} missing")
+        converted: dict[str, TlaValue] = {}
+        for name, v in state.items():
+            if name == "#meta":
+                continue
+            try:
+                converted[name] = value_from_itf(v, model_values)
+            except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as err:
+                raise InputError(file, f"state {index} variable {name}", f"not an ITF value ({err})") from None
+        states.append(converted)
     return meta, states

@@ -23,6 +23,7 @@ from typing import Annotated, Any, Callable
 import typer
 from rich.console import Console
 from kgc.conformance.scenario import shipped_scenarios
+from kgc.tools.outdir import writable_dir
 
 __all__ = ["Stage", "StageResult", "register", "run_all"]
 
@@ -214,7 +215,7 @@ def run_all(root: Path, run_dir: Path, stages: list[Stage], console: Console) ->
     """Run the stages in order. Interrupted (Ctrl-C, SIGTERM), the stage running is stopped with
     its children and recorded as interrupted, the rest as not run, and summary.json is written
     all the same; the KeyboardInterrupt then goes on up so the caller writes the report."""
-    run_dir.mkdir(parents=True, exist_ok=True)
+    writable_dir(run_dir, "--out", "all")
     results: list[StageResult] = []
     try:
         for stage in stages:

@@ -17,6 +17,7 @@ import typer
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from kgc.tools.outdir import writable_dir
 from kgc.tools.exit_codes import ExitCode, exit_code_for
 from kgc.spec.tlc_result import CheckResult, Outcome
 
@@ -210,7 +211,7 @@ def check(
         _fail_before_run(ExitCode.JAR_MISSING, "jar_missing", str(exc), model, json_output)
 
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
+        writable_dir(out, "--out", "check")
         run_dir = out
     else:
         run_dir = make_run_dir(DEFAULT_RUNS_DIR, found.name)

@@ -17,6 +17,8 @@ from typing import Annotated, List, Optional
 
 import typer
 
+from kgc.tools.outdir import writable_dir
+
 from kgc.tools.progress import counted
 
 __all__ = ["conform_command", "register"]
@@ -45,6 +47,8 @@ def conform_command(
     except (KeyError, LookupError) as e:
         typer.echo(f"kgc conform: error: {e.args[0] if e.args else e}", err=True)
         raise typer.Exit(EXIT_ERROR) from None
+    if record is not None:
+        writable_dir(record, "--record", "conform")
     files = itf_files(paths)
     if not files:
         typer.echo("kgc conform: error: no *.itf.json traces found", err=True)

@@ -15,6 +15,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from kgc.tools.outdir import writable_dir
 from kgc.tools.exit_codes import ExitCode
 
 __all__ = ["fuzz_command", "register"]
@@ -45,6 +46,7 @@ def fuzz_command(
     except KeyError as e:
         typer.echo(f"kgc fuzz: error: {e.args[0]}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
+    writable_dir(save, "--save", "fuzz", create=False)
 
     tty = sys.stdout.isatty()
     started = time.monotonic()

@@ -14,6 +14,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from kgc.tools.outdir import writable_dir
 from kgc.tools.exit_codes import ExitCode, exit_code_for
 
 __all__ = ["register", "simulate_command"]
@@ -32,11 +33,12 @@ def simulate_command(
     """Draw random behaviours of a model with TLC and write them as ITF traces."""
     from kgc.conformance.mbt import simulate
     from kgc.spec.catalog import ModelNotFoundError
-    from kgc.spec.tlc import TlcSetupError
+    from kgc.spec.tlc import JarMissingError, JavaMissingError, TlcSetupError
 
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         typer.echo(f"kgc simulate: error: --out {out} must be a new or empty folder", err=True)
         raise typer.Exit(int(ExitCode.USAGE))
+    writable_dir(out, "--out", "simulate")
     try:
         result = simulate(model, traces, depth, seed, out, ms_per_unit=ms_per_unit,
                           timeout=timeout, spec_dir=spec_dir)
@@ -45,7 +47,9 @@ def simulate_command(
         raise typer.Exit(int(ExitCode.USAGE)) from None
     except TlcSetupError as e:
         typer.echo(f"kgc simulate: error: {e}", err=True)
-        raise typer.Exit(int(ExitCode.TLC_ERROR)) from None
+        code = (ExitCode.JAVA_MISSING if isinstance(e, JavaMissingError)
+                else ExitCode.JAR_MISSING if isinstance(e, JarMissingError) else ExitCode.TLC_ERROR)
+        raise typer.Exit(int(code)) from None
     total = result.tlc_seconds + result.convert_seconds
     rate = len(result.files) / total if total > 0 else 0.0
     typer.echo(f"kgc simulate {result.model}: {len(result.files)} traces, {result.states} states "

@@ -20,6 +20,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
+from kgc.tools.outdir import writable_dir
 from kgc.tools.exit_codes import ExitCode
 from kgc.tools.progress import counted
 
@@ -29,6 +30,7 @@ EXIT_PASS = int(ExitCode.PASSED)
 EXIT_UNEXPLAINED = int(ExitCode.SAFETY_VIOLATED)
 EXIT_TLC = int(ExitCode.SPEC_ERROR)
 EXIT_USAGE = int(ExitCode.USAGE)
+EXIT_INPUT = 2   # a trace or scenario file kgc cannot use (as kgc replay and kgc conform)
 
 
 def _trace_files(paths: List[Path]) -> list[Path]:
@@ -58,7 +60,9 @@ def validate_command(
     each run that is not, the first step the spec cannot explain."""
     from kgc.conformance.recorded_trace import read_trace, write_trace
     from kgc.conformance.seeded_bugs import coordinator_class
+    from kgc.conformance.scenario import ScenarioError
     from kgc.conformance.validate import ValidationError, validate_traces
+    from kgc.spec.tlc import JavaMissingError, locate_java
 
     try:
         cls = coordinator_class(bug)
@@ -76,17 +80,22 @@ def validate_command(
             from kgc.conformance.recorder import RANDOM_RUN_CONSTANTS, random_run
             recorded += [random_run(RANDOM_RUN_CONSTANTS, steps, s, coordinator_class=cls)
                          for s in range(seed, seed + random_runs)]
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, ScenarioError) as e:   # InputError is a ValueError
         typer.echo(f"kgc validate: error: {e}", err=True)
-        raise typer.Exit(EXIT_USAGE) from None
+        raise typer.Exit(EXIT_INPUT) from None
     if not recorded:
         typer.echo("kgc validate: error: no traces (give files, --scenarios or --random)", err=True)
         raise typer.Exit(EXIT_USAGE)
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
+        writable_dir(out, "--out", "validate")
         for n, t in enumerate(recorded):
             write_trace(out / f"{n:05d}-{_slug(t.name)}.json", t)
 
+    try:
+        locate_java()
+    except JavaMissingError as e:
+        typer.echo(f"kgc validate: error: {e}", err=True)
+        raise typer.Exit(int(ExitCode.JAVA_MISSING)) from None
     try:
         with counted("kgc validate", len(recorded), "traces") as advance:
             report = validate_traces(recorded, jobs=jobs, classic=classic, work_dir=work_dir,
