@@ -10,6 +10,7 @@ since any of them may be EXTENDed.
 from __future__ import annotations
 
 import importlib.resources
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,7 +46,15 @@ def available_models(root: Path | None = None) -> list[str]:
     return sorted(p.stem for p in models.glob("*.cfg")) if models.is_dir() else []
 
 
+_MODEL_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,99}")
+
+
 def resolve_model(name: str, root: Path | None = None) -> Model:
+    """A model by NAME (a name, never a path: `../../x` or `/etc/passwd` would run a model from
+    outside the models folder and write its run folder there)."""
+    if not _MODEL_NAME.fullmatch(name):
+        raise ModelNotFoundError(f"model {name!r} is not a model name (letters, digits, _ and -; models: "
+                                 f"{', '.join(available_models(root)) or 'none'})")
     root = root or spec_root()
     models = root / "models"
     config = models / f"{name}.cfg"

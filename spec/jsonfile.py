@@ -16,9 +16,9 @@ from typing import Any, Callable
 
 __all__ = ["InputError", "MAX_INPUT_BYTES", "read_json"]
 
-# Large enough for any real trace or scenario kgc writes (a 50-step ITF trace is ~60 KB), small
-# enough to refuse a runaway file before it is read. KGC_MAX_INPUT_MB raises it.
-MAX_INPUT_BYTES = int(float(os.environ.get("KGC_MAX_INPUT_MB", "64")) * 1024 * 1024)
+# Large enough for any real trace or scenario kgc writes (a 50-step ITF trace is ~60 KB; a
+# 1,000-step one ~2 MB), small enough to refuse a runaway file (a 59 MB scenario took 2 GB). KGC_MAX_INPUT_MB raises it.
+MAX_INPUT_BYTES = int(float(os.environ.get("KGC_MAX_INPUT_MB", "16")) * 1024 * 1024)
 
 
 class InputError(ValueError):

@@ -248,7 +248,8 @@ def all_command(
 
     console = Console(stderr=True)
     root = Path.cwd()
-    run_dir = out or Path("runs") / time.strftime("all-%Y%m%d-%H%M%S")
+    # the pid keeps two runs started in the same second apart
+    run_dir = out or Path("runs") / f"{time.strftime('all-%Y%m%d-%H%M%S')}-{os.getpid()}"
     stages = default_stages(root, model, traces, seed, check_timeout)
     if only:
         wanted = {s.strip() for s in only.split(",")}

@@ -24,6 +24,7 @@ from rich.console import Console
 from rich.table import Table
 
 # kgc.tools.bench is light (the registry imports each benchmark only when it runs).
+from kgc.tools.outdir import writable_dir
 from kgc.tools.bench import BENCHMARKS, PLOTTERS, BenchCheckFailed, BenchOptions, BenchResult, BenchUnavailable
 from kgc.tools.bench.machine import describe_machine
 
@@ -151,12 +152,17 @@ def bench_command(
     sched; TLC with 1 vs 2 workers. Results and plots go to bench/results/."""
     console = Console(width=None if sys.stdout.isatty() else 160)
     errors = Console(stderr=True)
+    writable_dir(out, "--out", "bench")
     try:
         report = run_bench(benchmark, quick=quick, out_dir=out, seed=seed,
                            progress=lambda m: errors.print(f"[dim]{m}[/dim]"))
     except KeyError as err:
         errors.print(f"[red]{err.args[0]}[/red]")
         raise typer.Exit(EXIT_USAGE) from None
+    except ModuleNotFoundError as err:
+        # an optional extra is missing (matplotlib for the plots: the bench extra)
+        typer.echo(f"kgc bench: error: {err.name} is not installed; install the extra: pip install 'kgc[bench]'", err=True)
+        raise typer.Exit(2) from None
     render(report, console)
     if json_output:
         sys.stdout.flush()

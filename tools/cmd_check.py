@@ -214,7 +214,12 @@ def check(
         writable_dir(out, "--out", "check")
         run_dir = out
     else:
-        run_dir = make_run_dir(DEFAULT_RUNS_DIR, found.name)
+        try:
+            run_dir = make_run_dir(DEFAULT_RUNS_DIR, found.name)
+        except OSError as err:
+            typer.echo(f"kgc check: error: cannot make a run folder under {DEFAULT_RUNS_DIR.resolve()}: "
+                       f"{err.strerror or err} (give --out)", err=True)
+            raise typer.Exit(int(ExitCode.USAGE)) from None
     errors = Console(stderr=True, highlight=False)
     try:
         with _LiveProgress(errors) as live:

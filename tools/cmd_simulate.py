@@ -45,6 +45,10 @@ def simulate_command(
     except (ModelNotFoundError, ValueError) as e:
         typer.echo(f"kgc simulate: error: {e}", err=True)
         raise typer.Exit(int(ExitCode.USAGE)) from None
+    except OSError as e:   # the --out folder filled up or went away while traces were written
+        written = len(list(out.glob("trace-*.itf.json"))) if out.is_dir() else 0
+        typer.echo(f"kgc simulate: error: writing to {out}: {e.strerror or e} ({written} traces written)", err=True)
+        raise typer.Exit(int(ExitCode.USAGE)) from None
     except TlcSetupError as e:
         typer.echo(f"kgc simulate: error: {e}", err=True)
         code = (ExitCode.JAVA_MISSING if isinstance(e, JavaMissingError)
