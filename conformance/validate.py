@@ -45,7 +45,7 @@ from typing import Any
 
 from kgc.conformance.recorded_trace import RecordedTrace, TraceConstants, read_trace
 from kgc.spec.values import ModelValue, TlaFunction, parse_state, sort_key
-from kgc.spec.tlc import TlcJob, run_tlc
+from kgc.spec.tlc import TlcJob, run_tlc, stop_all_tlc
 from kgc.spec.tlc_messages import STATE_PRINT, ToolOutputParser
 from kgc.spec.tlc_result import Outcome
 
@@ -759,14 +759,23 @@ def validate_traces(traces: Sequence[RecordedTrace], *, work_dir: Path | None = 
             return b, idx, f"batch {b} ({len(idx)} traces, first {sub[0].name}): {e}"
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        for b, idx, res in pool.map(lambda a: one(*a), list(enumerate(batches))):
-            if isinstance(res, str):
-                errors.append(res)
-                continue
-            for n, v in zip(idx, res):
-                verdicts[n] = v
-            if on_batch is not None:
-                on_batch(b, len(batches), res)
+        try:
+            for b, idx, res in pool.map(lambda a: one(*a), list(enumerate(batches))):
+                if isinstance(res, str):
+                    errors.append(res)
+                    continue
+                for n, v in zip(idx, res):
+                    verdicts[n] = v
+                if on_batch is not None:
+                    on_batch(b, len(batches), res)
+        except BaseException:
+            # Interrupted (Ctrl-C reaches the main thread only): the TLC runs of the worker
+            # threads are stopped here, or leaving the pool would wait for every batch.
+            pool.shutdown(wait=False, cancel_futures=True)
+            stop_all_tlc()
+            if not keep and work_dir is None:
+                shutil.rmtree(base, ignore_errors=True)
+            raise
     if not keep and work_dir is None and not errors:
         shutil.rmtree(base, ignore_errors=True)
     return BatchReport([v for v in verdicts if v is not None], time.monotonic() - started,

