@@ -16,6 +16,7 @@ Why each choice (measured on TLC 2.15; exit and message codes in docs/check.md):
 
 from __future__ import annotations
 
+import functools
 import importlib.resources
 import os
 import re
@@ -82,12 +83,34 @@ def locate_java(environ: Mapping[str, str] | None = None) -> Path:
     if home:
         java = Path(home) / "bin" / "java"
         if java.is_file() and os.access(java, os.X_OK):
-            return java
+            return _checked_version(java)
         raise JavaMissingError(f"java not found: JAVA_HOME={home} has no executable bin/java")
     found = shutil.which("java", path=env.get("PATH", ""))
     if found is None:
         raise JavaMissingError("java not found on PATH and JAVA_HOME is not set (TLC needs Java 11+)")
-    return Path(found)
+    return _checked_version(Path(found))
+
+
+MIN_JAVA = 11   # tla2tools 1.7 (TLC 2.15) is built for Java 11
+
+
+@functools.lru_cache(maxsize=8)
+def _checked_version(java: Path) -> Path:
+    """`java` if it runs and is new enough; an old JVM fails later with an obscure
+    UnsupportedClassVersionError, so say it up front (one `java -version`, ~0.1 s, cached)."""
+    try:
+        done = subprocess.run([str(java), "-version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise JavaMissingError(f"{java} does not run: {err}") from None
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', done.stderr + done.stdout)
+    if done.returncode != 0 or match is None:
+        raise JavaMissingError(f"{java} -version failed: {(done.stderr or done.stdout).strip()[:200]}")
+    major = int(match.group(1))
+    if major == 1 and match.group(2):          # 1.8.0_392 is Java 8
+        major = int(match.group(2))
+    if major < MIN_JAVA:
+        raise JavaMissingError(f"{java} is Java {major}; TLC needs Java {MIN_JAVA} or newer (set JAVA_HOME)")
+    return java
 
 
 @dataclass(frozen=True)

@@ -82,6 +82,18 @@ def no_java_env() -> dict[str, str]:
     return env
 
 
+def old_java_env() -> dict[str, str]:
+    """A PATH whose first java is a Java 8 (the version line a real 8u392 prints)."""
+    folder = Path(os.environ.get("TMPDIR", "/tmp")) / f"kgc-old-java-{os.getpid()}"
+    folder.mkdir(exist_ok=True)
+    java = folder / "java"
+    java.write_text('#!/bin/sh\necho \'openjdk version "1.8.0_392"\' >&2\necho \'OpenJDK Runtime Environment (build 1.8.0_392-b08)\' >&2\n')
+    java.chmod(0o755)
+    env = no_java_env()
+    env["PATH"] = os.pathsep.join([str(folder), env["PATH"]])
+    return env
+
+
 R = "replay"
 CASES: list[Case] = [
     # --- scenario files (kgc replay) -------------------------------------------------------
@@ -157,6 +169,8 @@ CASES: list[Case] = [
     # --- Java missing ----------------------------------------------------------------------
     Case("java-missing-check", lambda d, fx: ["check", "--model", "smoke"], 23, "java", env=no_java_env()),
     Case("java-missing-simulate", lambda d, fx: ["simulate", "--model", "smoke", "--out", str(d / "o")], 23, "java", env=no_java_env()),
+    Case("java-too-old-check", lambda d, fx: ["check", "--model", "smoke"], 23, "Java 8", env=old_java_env()),
+    Case("java-too-old-simulate", lambda d, fx: ["simulate", "--model", "smoke", "--out", str(d / "o")], 23, "Java 8", env=old_java_env()),
     Case("java-missing-validate", lambda d, fx: ["validate", "--random", "1"], 23, "java", env=no_java_env()),
 ]
 
