@@ -85,6 +85,7 @@ class World:
     coordinator: Any = None
     requests: dict[str, Step] = field(default_factory=dict)
     responses: dict[str, list[Any]] = field(default_factory=dict)
+    store_path: Any = None              # a file: the group store is a FileGroupStore there
 
     def __post_init__(self) -> None:
         # imported here so that the format (scenario.py) is usable without kgc.impl
@@ -102,8 +103,24 @@ class World:
             max_group_size=cfg.max_group_size,
         )
         cls = self.coordinator_class or GroupCoordinator
-        self.coordinator = cls(config, self.clock, self.timer,
+        store = None
+        if self.store_path is not None:
+            from kgc.impl.durable_store import FileGroupStore
+            store = FileGroupStore(self.store_path)
+        self.coordinator = cls(config, self.clock, self.timer, store=store,
                                member_id_seed=MEMBER_ID_SEED, observer=self.observer)
+
+    def reopen_store(self) -> None:
+        """A `load` on a durable store reads the group back from disk, as a coordinator taking
+        the partition over does: the file is closed and recovered, not read from memory."""
+        if self.store_path is not None:
+            from kgc.impl.durable_store import FileGroupStore
+            self.coordinator.store.close()
+            self.coordinator.store = FileGroupStore(self.store_path)
+
+    def close(self) -> None:
+        if self.store_path is not None:
+            self.coordinator.store.close()
 
     # -- responses ---------------------------------------------------------------------------
 
@@ -149,6 +166,7 @@ class World:
         elif isinstance(step, Unload):
             c.on_group_unloaded(step.group)
         elif isinstance(step, Load):
+            self.reopen_store()
             c.on_group_loaded(step.group)
 
     # -- checks ------------------------------------------------------------------------------
@@ -270,10 +288,19 @@ def _compare(what: str, expected: dict[str, Any], seen: dict[str, Any], raw: Any
 
 
 def run_scenario(scenario: Scenario, before_step: BeforeStep | None = None,
-                 observer: Any = None, coordinator_class: Any = None) -> ReplayResult:
+                 observer: Any = None, coordinator_class: Any = None,
+                 store_path: Any = None) -> ReplayResult:
     """Run every step in order; PASS, or FAIL at the first step that did not hold. Raises
-    ScenarioError when a member reference is used before its join has been answered."""
-    world = World(scenario, observer=observer, coordinator_class=coordinator_class)
+    ScenarioError when a member reference is used before its join has been answered.
+    `store_path`: keep group metadata in a FileGroupStore there (kgc replay --durable-store)."""
+    world = World(scenario, observer=observer, coordinator_class=coordinator_class, store_path=store_path)
+    try:
+        return _run_steps(scenario, world, before_step)
+    finally:
+        world.close()
+
+
+def _run_steps(scenario: Scenario, world: World, before_step: BeforeStep | None) -> ReplayResult:
     for index, step in enumerate(scenario.steps):
         if before_step is not None:
             before_step(index, step, world)

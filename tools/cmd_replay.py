@@ -11,6 +11,7 @@ that a scenario `kgc fuzz --bug NAME` saved reproduces its failure; an unknown n
 from __future__ import annotations
 
 from pathlib import Path
+import tempfile
 from typing import Annotated, Any, Callable, List, Optional
 
 import typer
@@ -22,12 +23,18 @@ from kgc.conformance.seeded_bugs import ENV_VAR, coordinator_class
 EXIT_PASS, EXIT_FAIL, EXIT_INVALID = 0, 1, 2
 
 
-def replay_one(path: Path, coordinator: Any = None) -> tuple[int, str]:
+def replay_one(path: Path, coordinator: Any = None, durable: bool = False) -> tuple[int, str]:
     """(exit status, report line) for one file. The whole file is validated before any step
-    runs, so a malformed file never half-runs."""
+    runs, so a malformed file never half-runs. `durable`: the group store is a FileGroupStore
+    in a fresh temporary folder, so `unload`/`load` go through a file and its recovery."""
     try:
         scenario = load_scenario(path)
-        result = run_scenario(scenario, coordinator_class=coordinator)
+        if durable:
+            with tempfile.TemporaryDirectory(prefix="kgc-replay-store-") as folder:
+                result = run_scenario(scenario, coordinator_class=coordinator,
+                                      store_path=Path(folder) / "groups.log")
+        else:
+            result = run_scenario(scenario, coordinator_class=coordinator)
     except ScenarioError as e:
         return EXIT_INVALID, f"ERROR {e}"
     if result.passed:
@@ -35,10 +42,11 @@ def replay_one(path: Path, coordinator: Any = None) -> tuple[int, str]:
     return EXIT_FAIL, f"FAIL {result.name}: {result.failure}"
 
 
-def replay(files: list[Path], echo: Callable[[str], None] = print, coordinator: Any = None) -> int:
+def replay(files: list[Path], echo: Callable[[str], None] = print, coordinator: Any = None,
+           durable: bool = False) -> int:
     worst = EXIT_PASS
     for path in files:
-        status, line = replay_one(Path(path), coordinator)
+        status, line = replay_one(Path(path), coordinator, durable)
         echo(line)
         worst = max(worst, status)
     return worst
@@ -47,6 +55,7 @@ def replay(files: list[Path], echo: Callable[[str], None] = print, coordinator: 
 def replay_command(
     files: List[Path] = typer.Argument(..., help="Scenario files (format 1) to run."),
     bug: Annotated[Optional[str], typer.Option(envvar=ENV_VAR, help="Seeded implementation bug to run (conformance/seeded_bugs.py).")] = None,
+    durable_store: Annotated[bool, typer.Option("--durable-store", help="Keep group metadata in a durable file store (fsync per write); `load` recovers it from the file.")] = False,
 ) -> None:
     """Run scenario files against the Python coordinator: PASS, FAIL at the first step that
     did not hold, or ERROR for a file that is not a valid scenario."""
@@ -55,7 +64,7 @@ def replay_command(
     except KeyError as e:
         typer.echo(f"kgc replay: error: {e.args[0]}", err=True)
         raise typer.Exit(EXIT_INVALID) from None
-    raise typer.Exit(replay(files, echo=typer.echo, coordinator=cls))
+    raise typer.Exit(replay(files, echo=typer.echo, coordinator=cls, durable=durable_store))
 
 
 def register(app: typer.Typer) -> None:
