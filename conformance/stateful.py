@@ -130,6 +130,8 @@ class CoordinatorMachine(RuleBasedStateMachine):
     coordinator_class: type[GroupCoordinator] = GroupCoordinator
     save_dir: Optional[Path] = None
     on_example: Optional[Callable[[], None]] = None
+    steps_run = 0          # steps checked by every instance of this class (kgc fuzz's count)
+    last_violation: Optional["PropertyViolation"] = None   # the latest (most shrunk) found
 
     def __init__(self) -> None:
         super().__init__()
@@ -146,6 +148,8 @@ class CoordinatorMachine(RuleBasedStateMachine):
 
     # -- checking -----------------------------------------------------------------------------
     def _check(self, before: Optional[dict[str, Any]], after: dict[str, Any]) -> None:
+        if before is not None:
+            type(self).steps_run += 1
         pk = self.k.properties_constants()
         report = check_state(after, pk) if before is None else check_step(before, after, pk)
         if report.violations:
@@ -163,8 +167,10 @@ class CoordinatorMachine(RuleBasedStateMachine):
                     sys.stderr.write(f"kgc: cannot save the failing scenario to {path} ({err.strerror or err}); "
                                      "here it is:\n" + json.dumps(scenario_from_log(self.log.steps, self.k, note)) + "\n")
                     path = None
-            raise PropertyViolation(f"after step {step} ({self.rec.origins[-1]}): {report}",
-                                    report, step, path)
+            violation = PropertyViolation(f"after step {step} ({self.rec.origins[-1]}): {report}",
+                                          report, step, path)
+            type(self).last_violation = violation
+            raise violation
 
     @initialize(data=st.data())
     def choose_habits(self, data: st.DataObject) -> None:
@@ -418,9 +424,15 @@ def save_scenario(path: Path, steps: Sequence[dict[str, Any]], constants: SpecCo
 # Running
 # ---------------------------------------------------------------------------------------------
 
+class _BudgetSpent(BaseException):
+    """--examples ran out while Hypothesis was shrinking a failure (a BaseException, so that
+    Hypothesis lets it through instead of shrinking it as another failure)."""
+
+
 @dataclass
 class FuzzResult:
     examples: int
+    steps: int = 0
     violation: Optional[PropertyViolation] = None
     error: Optional[BaseException] = None
 
@@ -438,8 +450,15 @@ def fuzz(coordinator_class: type[GroupCoordinator] = GroupCoordinator, *,
     also re-runs examples while shrinking)."""
     count = [0]
 
+    cap = examples or settings.get_profile(PROFILES.get(profile, profile)).max_examples
+    spent = [False]
+
     def started() -> None:
         count[0] += 1
+        if machine.last_violation is not None and count[0] > cap:
+            # Shrinking re-runs examples, unbounded by max_examples: the budget is the user's.
+            spent[0] = True
+            raise _BudgetSpent()
         if on_example is not None:
             on_example(count[0])
 
@@ -451,7 +470,11 @@ def fuzz(coordinator_class: type[GroupCoordinator] = GroupCoordinator, *,
     try:
         run_state_machine_as_test(machine, settings=chosen)
     except PropertyViolation as v:
-        return FuzzResult(count[0], violation=v)
-    except Exception as e:  # noqa: BLE001 - the coordinator or the driver broke
-        return FuzzResult(count[0], error=e)
-    return FuzzResult(count[0])
+        return FuzzResult(count[0], machine.steps_run, violation=v)
+    except (_BudgetSpent, Exception) as e:  # noqa: BLE001 - the coordinator or the driver broke
+        if spent[0]:
+            # stopped mid-shrink (Hypothesis may report that as flaky generation): the failure
+            # found so far, as saved, is the result
+            return FuzzResult(count[0] - 1, machine.steps_run, violation=machine.last_violation)
+        return FuzzResult(count[0], machine.steps_run, error=e)
+    return FuzzResult(count[0], machine.steps_run)

@@ -66,7 +66,9 @@ def fuzz_command(
     if tty:
         typer.echo("")
     took = time.monotonic() - started
-    head = f"kgc fuzz ({cls.__name__}, profile {profile}): {result.examples} examples in {took:.1f} s"
+    failures = 0 if result.ok else 1
+    head = (f"kgc fuzz ({cls.__name__}, profile {profile}): {result.examples} sequences, {result.steps} steps, "
+            f"{failures} failures in {took:.1f} s")
     if result.violation is not None:
         v = result.violation
         typer.echo(f"{head}: PROPERTY VIOLATED {v}")
