@@ -94,11 +94,17 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from kgc.impl.clock import VirtualClock
-from kgc.impl.coordinator import (GroupConfig, GroupCoordinator, JoinGroupResult,
-                                  LeaveGroupResult, LeaveMemberIdentity, SyncGroupResult)
+from kgc.impl.coordinator import (
+    GroupConfig,
+    GroupCoordinator,
+    JoinGroupResult,
+    LeaveGroupResult,
+    LeaveMemberIdentity,
+    SyncGroupResult,
+)
 from kgc.impl.delayed import DelayedHeartbeat, DelayedJoin, DelayedSync, InitialDelayedJoin
 from kgc.impl.errors import Errors
 from kgc.impl.group import GroupMetadata, GroupState
@@ -106,10 +112,28 @@ from kgc.impl.timer import SystemTimer
 from kgc.spec.values import ModelValue, Record, TlaFunction, TlaValue, parse_value
 
 __all__ = [
-    "AbstractionError", "ClientView", "GROUP_ID", "IdMap", "NO_GEN", "NO_MEMBER",
-    "SPEC_VARIABLES", "SpecConstants", "StepResult", "TIMER_STEPS", "UnknownAction", "World",
-    "abstract_state", "apply_action", "apply_spec_step", "decode_plan", "encode_plan",
-    "leader_log", "normalized_last_action", "not_enabled", "prefer_leader", "tie_to_fire",
+    "AbstractionError",
+    "ClientView",
+    "GROUP_ID",
+    "IdMap",
+    "NO_GEN",
+    "NO_MEMBER",
+    "SPEC_VARIABLES",
+    "SpecConstants",
+    "StepResult",
+    "TIMER_STEPS",
+    "UnknownAction",
+    "World",
+    "abstract_state",
+    "apply_action",
+    "apply_spec_step",
+    "decode_plan",
+    "encode_plan",
+    "leader_log",
+    "normalized_last_action",
+    "not_enabled",
+    "prefer_leader",
+    "tie_to_fire",
     "timer_record",
 ]
 
@@ -123,17 +147,47 @@ PLAN_PREFIX = "plan:"
 
 #: The spec's variables in its `vars` order, without lastAction (the action, not state).
 SPEC_VARIABLES: tuple[str, ...] = (
-    "now", "timers", "loaded", "gstate", "generation", "leader", "members", "pending",
-    "awaitingJoin", "awaitingSync", "newMembers", "pendingSync", "plan", "newMemberAdded",
-    "nextId", "store", "failovers", "cphase", "cmember", "cgen", "cleader", "cmembers",
-    "cassign", "cwait", "genLeaders", "genMembers", "leaderLog",
+    "now",
+    "timers",
+    "loaded",
+    "gstate",
+    "generation",
+    "leader",
+    "members",
+    "pending",
+    "awaitingJoin",
+    "awaitingSync",
+    "newMembers",
+    "pendingSync",
+    "plan",
+    "newMemberAdded",
+    "nextId",
+    "store",
+    "failovers",
+    "cphase",
+    "cmember",
+    "cgen",
+    "cleader",
+    "cmembers",
+    "cassign",
+    "cwait",
+    "genLeaders",
+    "genMembers",
+    "leaderLog",
 )
 
 #: Spec actions that are one timer firing (SystemTimer.fire_next()).
-TIMER_STEPS = frozenset({
-    "SessionTimeoutExpiry", "NewMemberJoinTimeout", "PendingMemberExpiry", "RebalanceTimeout",
-    "InitialDelayedJoin", "DelayedSyncExpiry", "StaleTimerExpiry",
-})
+TIMER_STEPS = frozenset(
+    {
+        "SessionTimeoutExpiry",
+        "NewMemberJoinTimeout",
+        "PendingMemberExpiry",
+        "RebalanceTimeout",
+        "InitialDelayedJoin",
+        "DelayedSyncExpiry",
+        "StaleTimerExpiry",
+    }
+)
 
 
 class AbstractionError(Exception):
@@ -149,6 +203,7 @@ class UnknownAction(AbstractionError):
 # Constants
 # ----------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class SpecConstants:
     """The model constants the mapping needs. Durations are in spec units."""
@@ -159,7 +214,7 @@ class SpecConstants:
     rebalance: int
     initial_delay: int
     new_member_timeout: int
-    max_group_size: Optional[int]
+    max_group_size: int | None
     max_failovers: int
     normalize: bool = False
     bug: str = "none"
@@ -179,11 +234,19 @@ class SpecConstants:
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {"clients": list(self.clients), "num_ids": self.num_ids, "session": self.session,
-                "rebalance": self.rebalance, "initial_delay": self.initial_delay,
-                "new_member_timeout": self.new_member_timeout,
-                "max_group_size": self.max_group_size, "max_failovers": self.max_failovers,
-                "normalize": self.normalize, "bug": self.bug, "ms_per_unit": self.ms_per_unit}
+        return {
+            "clients": list(self.clients),
+            "num_ids": self.num_ids,
+            "session": self.session,
+            "rebalance": self.rebalance,
+            "initial_delay": self.initial_delay,
+            "new_member_timeout": self.new_member_timeout,
+            "max_group_size": self.max_group_size,
+            "max_failovers": self.max_failovers,
+            "normalize": self.normalize,
+            "bug": self.bug,
+            "ms_per_unit": self.ms_per_unit,
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SpecConstants:
@@ -221,19 +284,25 @@ class SpecConstants:
     @classmethod
     def from_model(cls, name: str, ms_per_unit: int = 1000) -> SpecConstants:
         from kgc.spec.catalog import resolve_model
+
         return cls.from_cfg(resolve_model(name).config, ms_per_unit)
 
     def properties_constants(self) -> Any:
         """The same constants for kgc.conformance.properties."""
         from kgc.conformance.properties import Constants
-        return Constants(num_ids=self.num_ids, max_group_size=self.max_group_size,
-                         max_failovers=self.max_failovers,
-                         clients=frozenset(ModelValue(c) for c in self.clients))
+
+        return Constants(
+            num_ids=self.num_ids,
+            max_group_size=self.max_group_size,
+            max_failovers=self.max_failovers,
+            clients=frozenset(ModelValue(c) for c in self.clients),
+        )
 
 
 _CFG_KEYWORDS = re.compile(
     r"^\s*(SPECIFICATION|INIT|NEXT|INVARIANTS?|PROPERT(?:Y|IES)|CONSTRAINTS?|"
-    r"ACTION_CONSTRAINTS?|SYMMETRY|VIEW|CHECK_DEADLOCK|ALIAS|POSTCONDITION|CONSTANTS?)\b")
+    r"ACTION_CONSTRAINTS?|SYMMETRY|VIEW|CHECK_DEADLOCK|ALIAS|POSTCONDITION|CONSTANTS?)\b"
+)
 
 
 def cfg_constants(text: str) -> dict[str, TlaValue]:
@@ -245,7 +314,7 @@ def cfg_constants(text: str) -> dict[str, TlaValue]:
         keyword = _CFG_KEYWORDS.match(line)
         if keyword:
             inside = keyword.group(1).startswith("CONSTANT")
-            line = line[keyword.end():]
+            line = line[keyword.end() :]
         if not inside or "=" not in line or "<-" in line:
             continue
         name, _, value = line.partition("=")
@@ -258,6 +327,7 @@ def cfg_constants(text: str) -> dict[str, TlaValue]:
 # Member ids and plans
 # ----------------------------------------------------------------------------------------------
 
+
 class IdMap:
     """Implementation member id <-> spec id (1, 2, ...) by order of first appearance."""
 
@@ -267,7 +337,7 @@ class IdMap:
         self._seen = 0
         self._order: list[str] = []
 
-    def spec(self, impl_id: Optional[str]) -> int:
+    def spec(self, impl_id: str | None) -> int:
         """The spec id; an id never seen before is registered (gets the next number)."""
         if impl_id is None:
             return NO_MEMBER
@@ -280,13 +350,13 @@ class IdMap:
             self._order.append(impl_id)
         return got
 
-    def peek(self, impl_id: str) -> Optional[int]:
+    def peek(self, impl_id: str) -> int | None:
         return self._spec.get(impl_id)
 
     def impl(self, spec_id: int) -> str:
         return self._impl[spec_id]
 
-    def impl_or_none(self, spec_id: int) -> Optional[str]:
+    def impl_or_none(self, spec_id: int) -> str | None:
         return self._impl.get(spec_id)
 
     def newest(self, n: int) -> list[str]:
@@ -314,13 +384,14 @@ def encode_plan(member_ids: frozenset[str] | set[str]) -> str:
 def decode_plan(assignment: str) -> frozenset[str]:
     if not assignment.startswith(PLAN_PREFIX):
         return frozenset()
-    body = assignment[len(PLAN_PREFIX):]
+    body = assignment[len(PLAN_PREFIX) :]
     return frozenset(body.split(",")) if body else frozenset()
 
 
 # ----------------------------------------------------------------------------------------------
 # The driver's world
 # ----------------------------------------------------------------------------------------------
+
 
 @dataclass
 class ClientView:
@@ -334,10 +405,10 @@ class ClientView:
     members: frozenset[str] = frozenset()
     assign: frozenset[str] = frozenset()
     wait: str = ""
-    request: int = 0          # token of its parked JoinGroup/SyncGroup (0: none)
-    calling: int = 0          # token of the request being handled right now
-    answered: bool = False    # the request being handled has had its response
-    subscription: int = 0     # version of its subscription metadata
+    request: int = 0  # token of its parked JoinGroup/SyncGroup (0: none)
+    calling: int = 0  # token of the request being handled right now
+    answered: bool = False  # the request being handled has had its response
+    subscription: int = 0  # version of its subscription metadata
 
     def reset(self, phase: str) -> None:
         """ResetClient: a new consumer, or one told its member id is unknown."""
@@ -349,8 +420,7 @@ class ClientView:
         """ClientRejoins (requestRejoin; also ILLEGAL_GENERATION): keep the member id only;
         generation, leadership, member list and assignment are not read again before the
         next JoinGroup response overwrites them."""
-        self.phase, self.gen, self.leader, self.wait, self.request = (
-            "Unjoined", NO_GEN, False, "", 0)
+        self.phase, self.gen, self.leader, self.wait, self.request = ("Unjoined", NO_GEN, False, "", 0)
         self.members, self.assign = frozenset(), frozenset()
 
     def loses_generation(self) -> None:
@@ -363,7 +433,7 @@ class Produced:
 
     step: int
     client: str
-    kind: str          # "join" | "sync" | "heartbeat" | "leave"
+    kind: str  # "join" | "sync" | "heartbeat" | "leave"
     token: int
     result: Any
     delivered: bool
@@ -395,13 +465,12 @@ class _Watcher:
         if self.chained is not None:
             self.chained.on_response(kind, group_id, result)
 
-    def on_timer(self, kind: str, group_id: str, member_id: Optional[str]) -> None:
+    def on_timer(self, kind: str, group_id: str, member_id: str | None) -> None:
         if self.chained is not None:
             self.chained.on_timer(kind, group_id, member_id)
 
     def on_transition(self, group_id: str, old: GroupState, new: GroupState) -> None:
-        if (old is GroupState.PreparingRebalance
-                and new in (GroupState.CompletingRebalance, GroupState.Empty)):
+        if old is GroupState.PreparingRebalance and new in (GroupState.CompletingRebalance, GroupState.Empty):
             group = self.world.coordinator.group(group_id)
             if group is not None:
                 self.world.formed = (group, frozenset(group.members))
@@ -415,34 +484,42 @@ class World:
     `coordinator_class` lets the tests run a seeded-bug subclass (seeded_bugs.py).
     """
 
-    def __init__(self, constants: SpecConstants,
-                 coordinator_class: type[GroupCoordinator] = GroupCoordinator,
-                 observer: Any = None, member_id_seed: int = 0) -> None:
+    def __init__(
+        self,
+        constants: SpecConstants,
+        coordinator_class: type[GroupCoordinator] = GroupCoordinator,
+        observer: Any = None,
+        member_id_seed: int = 0,
+    ) -> None:
         self.k = constants
         self.clock = VirtualClock(0)
         self.timer = SystemTimer(self.clock)
-        self.coordinator = coordinator_class(constants.group_config(), self.clock, self.timer,
-                                             member_id_seed=member_id_seed,
-                                             observer=_Watcher(self, observer))
+        self.coordinator = coordinator_class(
+            constants.group_config(),
+            self.clock,
+            self.timer,
+            member_id_seed=member_id_seed,
+            observer=_Watcher(self, observer),
+        )
         self.clients: dict[str, ClientView] = {c: ClientView(c) for c in constants.clients}
         self.ids = IdMap()
         self.failovers = 0
         self.offset_ms = 0
         self.step = 0
         self.produced: list[Produced] = []
-        self.formed: tuple[Optional[GroupMetadata], frozenset[str]] = (None, frozenset())
+        self.formed: tuple[GroupMetadata | None, frozenset[str]] = (None, frozenset())
         self.self_leaders: list[tuple[GroupMetadata, int, str]] = []
         self.unloaded_ops: dict[int, _Snapshot] = {}
         self.unloaded_groups: dict[int, tuple[GroupMetadata, frozenset[str]]] = {}
         self.op_born: dict[int, tuple[Any, int]] = {}
-        self.ops: list[Any] = []         # the live ops as of the last observe()
+        self.ops: list[Any] = []  # the live ops as of the last observe()
         self._tokens = 0
         self._step_token = 0
-        self.step_response: Any = None   # the requester's own response, if it came in-step
+        self.step_response: Any = None  # the requester's own response, if it came in-step
 
     # -- views --------------------------------------------------------------------------------
     @property
-    def group(self) -> Optional[GroupMetadata]:
+    def group(self) -> GroupMetadata | None:
         return self.coordinator.group(GROUP_ID)
 
     def gen(self, generation: int) -> int:
@@ -456,13 +533,13 @@ class World:
             return min(generation, 1)
         return 0
 
-    def born_step(self, op: Any) -> Optional[int]:
+    def born_step(self, op: Any) -> int | None:
         """The step in which a live op was first seen (ops made in one step form a batch)."""
         entry = self.op_born.get(id(op))
         return entry[1] if entry is not None and entry[0] is op else None
 
     # -- responses ----------------------------------------------------------------------------
-    def _request(self, view: Optional[ClientView]) -> int:
+    def _request(self, view: ClientView | None) -> int:
         """A token for a request about to be sent; its response is delivered to `view` if it
         comes while the request is handled, or later while the request is parked."""
         self._tokens += 1
@@ -486,6 +563,7 @@ class World:
                 if view.calling == token:
                     view.answered = True
                 _DELIVER[kind](self, view, result)
+
         return respond
 
     def _parks(self, view: ClientView, token: int) -> bool:
@@ -500,8 +578,7 @@ class World:
         """Register the id first, and keep the history genLeaders is made of."""
         if result.member_id:
             self.ids.spec(result.member_id)
-        if (result.error is Errors.NONE and result.member_id
-                and result.leader_id == result.member_id):
+        if result.error is Errors.NONE and result.member_id and result.leader_id == result.member_id:
             group = self.group
             if group is not None:
                 self.self_leaders.append((group, result.generation_id, result.member_id))
@@ -559,8 +636,7 @@ class World:
         self.unloaded_groups[id(group)] = (group, olds)
         for op in self.timer.live_tasks():
             if getattr(op, "group", None) is group:
-                self.unloaded_ops[id(op)] = _Snapshot(op, _orphan(op, group), olds,
-                                                      group.new_member_added)
+                self.unloaded_ops[id(op)] = _Snapshot(op, _orphan(op, group), olds, group.new_member_added)
 
 
 _DELIVER: dict[str, Callable[[World, ClientView, Any], None]] = {}
@@ -570,13 +646,15 @@ _DELIVER: dict[str, Callable[[World, ClientView, Any], None]] = {}
 # The abstraction function
 # ----------------------------------------------------------------------------------------------
 
+
 def _units(world: World, ms: int, what: str) -> int:
     """A clock reading or deadline in spec units; relative to the clock with Normalize."""
     base = world.clock.now_ms() if world.k.normalize else world.offset_ms
     q, r = divmod(ms - base, world.k.ms_per_unit)
     if r:
-        raise AbstractionError(f"{what} {ms} ms is not a whole number of "
-                               f"{world.k.ms_per_unit} ms spec units (offset {world.offset_ms})")
+        raise AbstractionError(
+            f"{what} {ms} ms is not a whole number of {world.k.ms_per_unit} ms spec units (offset {world.offset_ms})"
+        )
     return q
 
 
@@ -607,7 +685,7 @@ def _orphan(op: Any, group: GroupMetadata) -> bool:
     return False
 
 
-def _dur(world: World, op: Any, group: Optional[GroupMetadata]) -> str:
+def _dur(world: World, op: Any, group: GroupMetadata | None) -> str:
     if not isinstance(op, DelayedHeartbeat):
         return "none"
     if op.is_pending:
@@ -640,20 +718,23 @@ def timer_record(world: World, op: Any) -> Record:
     else:
         orphan, olds, nma = _orphan(op, group), frozenset(), False
     deadline = op.deadline_ms()
-    return Record({
-        "kind": kind,
-        "member": world.ids.spec(op.member_id) if heartbeat else NO_MEMBER,
-        "deadline": _units(world, deadline, f"{kind} deadline"),
-        "dur": _dur(world, op, group),
-        "gen": world.gen(op.generation_id) if isinstance(op, DelayedSync) else NO_GEN,
-        "delay": _duration(world, op.delay_ms, f"{kind} delay"),
-        "remaining": (_duration(world, op.remaining_ms, "InitialJoin remaining")
-                      if isinstance(op, InitialDelayedJoin) else 0),
-        "stale": stale,
-        "orphan": orphan,
-        "olds": frozenset(world.ids.spec(m) for m in olds),
-        "nma": bool(nma),
-    })
+    return Record(
+        {
+            "kind": kind,
+            "member": world.ids.spec(op.member_id) if heartbeat else NO_MEMBER,
+            "deadline": _units(world, deadline, f"{kind} deadline"),
+            "dur": _dur(world, op, group),
+            "gen": world.gen(op.generation_id) if isinstance(op, DelayedSync) else NO_GEN,
+            "delay": _duration(world, op.delay_ms, f"{kind} delay"),
+            "remaining": (
+                _duration(world, op.remaining_ms, "InitialJoin remaining") if isinstance(op, InitialDelayedJoin) else 0
+            ),
+            "stale": stale,
+            "orphan": orphan,
+            "olds": frozenset(world.ids.spec(m) for m in olds),
+            "nma": bool(nma),
+        }
+    )
 
 
 def _plan_of(world: World, assignments: list[str]) -> frozenset[int]:
@@ -664,23 +745,24 @@ def _plan_of(world: World, assignments: list[str]) -> frozenset[int]:
 
 
 def _store(world: World, history: bool) -> Record:
-    none = Record({"exists": False, "gen": 0, "leader": NO_MEMBER, "members": frozenset(),
-                   "plan": frozenset()})
+    none = Record({"exists": False, "gen": 0, "leader": NO_MEMBER, "members": frozenset(), "plan": frozenset()})
     if not history:
         return none
     record = world.coordinator.store.load_group(GROUP_ID)
     if record is None:
         return none
-    return Record({
-        "exists": True,
-        "gen": world.gen(record.generation_id),
-        "leader": world.ids.spec(record.leader_id) if record.leader_id else NO_MEMBER,
-        "members": frozenset(world.ids.spec(m.member_id) for m in record.members),
-        "plan": _plan_of(world, [m.assignment for m in record.members]),
-    })
+    return Record(
+        {
+            "exists": True,
+            "gen": world.gen(record.generation_id),
+            "leader": world.ids.spec(record.leader_id) if record.leader_id else NO_MEMBER,
+            "members": frozenset(world.ids.spec(m.member_id) for m in record.members),
+            "plan": _plan_of(world, [m.assignment for m in record.members]),
+        }
+    )
 
 
-def abstract_state(world: World, failover_history: Optional[bool] = None) -> dict[str, TlaValue]:
+def abstract_state(world: World, failover_history: bool | None = None) -> dict[str, TlaValue]:
     """The spec variables (all but lastAction) of the implementation's current state.
 
     `failover_history`: whether store and leaderLog are kept, as the spec keeps them only
@@ -699,8 +781,7 @@ def abstract_state(world: World, failover_history: Optional[bool] = None) -> dic
     if group is not None:
         members = list(group.members.values())
         gen = group.generation_id
-        leaders = frozenset(ids.spec(m) for g, g_gen, m in world.self_leaders
-                            if g is group and g_gen == gen)
+        leaders = frozenset(ids.spec(m) for g, g_gen, m in world.self_leaders if g is group and g_gen == gen)
         settled = group.state in (GroupState.CompletingRebalance, GroupState.Stable)
         formed = world.formed[1] if settled and world.formed[0] is group else frozenset()
         live = {
@@ -709,24 +790,34 @@ def abstract_state(world: World, failover_history: Optional[bool] = None) -> dic
             "leader": ids.spec(group.leader_id) if group.leader_id else NO_MEMBER,
             "members": frozenset(ids.spec(m.member_id) for m in members),
             "pending": frozenset(ids.spec(m) for m in group.pending_members),
-            "awaitingJoin": frozenset(ids.spec(m.member_id) for m in members
-                                      if m.is_awaiting_join),
-            "awaitingSync": frozenset(ids.spec(m.member_id) for m in members
-                                      if m.is_awaiting_sync),
+            "awaitingJoin": frozenset(ids.spec(m.member_id) for m in members if m.is_awaiting_join),
+            "awaitingSync": frozenset(ids.spec(m.member_id) for m in members if m.is_awaiting_sync),
             "newMembers": frozenset(ids.spec(m.member_id) for m in members if m.is_new),
             "pendingSync": frozenset(ids.spec(m) for m in group.pending_sync_members),
-            "plan": (_plan_of(world, [m.assignment for m in members])
-                     if group.state is GroupState.Stable else frozenset()),
+            "plan": (
+                _plan_of(world, [m.assignment for m in members]) if group.state is GroupState.Stable else frozenset()
+            ),
             "newMemberAdded": bool(group.new_member_added),
             "genLeaders": leaders,
             "genMembers": frozenset(ids.spec(m) for m in formed),
         }
     else:
         empty: frozenset[int] = frozenset()
-        live = {"gstate": "Dead", "generation": 0, "leader": NO_MEMBER, "members": empty,
-                "pending": empty, "awaitingJoin": empty, "awaitingSync": empty,
-                "newMembers": empty, "pendingSync": empty, "plan": empty,
-                "newMemberAdded": False, "genLeaders": empty, "genMembers": empty}
+        live = {
+            "gstate": "Dead",
+            "generation": 0,
+            "leader": NO_MEMBER,
+            "members": empty,
+            "pending": empty,
+            "awaitingJoin": empty,
+            "awaitingSync": empty,
+            "newMembers": empty,
+            "pendingSync": empty,
+            "plan": empty,
+            "newMemberAdded": False,
+            "genLeaders": empty,
+            "genMembers": empty,
+        }
 
     state: dict[str, TlaValue] = {
         "now": _units(world, world.clock.now_ms(), "the clock"),
@@ -752,6 +843,7 @@ def abstract_state(world: World, failover_history: Optional[bool] = None) -> dic
 # Clients receiving responses (the spec's DeliverJoin / DeliverSync / ReplyHeartbeat)
 # ----------------------------------------------------------------------------------------------
 
+
 def _deliver_join(world: World, view: ClientView, r: JoinGroupResult) -> None:
     err = r.error
     if err is Errors.NONE:
@@ -764,7 +856,7 @@ def _deliver_join(world: World, view: ClientView, r: JoinGroupResult) -> None:
     elif err is Errors.UNKNOWN_MEMBER_ID:
         view.reset("Unjoined")
     elif err is Errors.GROUP_MAX_SIZE_REACHED:
-        view.reset("Down")          # fatal to the consumer
+        view.reset("Down")  # fatal to the consumer
     else:
         view.rejoins()
 
@@ -795,8 +887,7 @@ def _deliver_leave(world: World, view: ClientView, r: LeaveGroupResult) -> None:
     pass  # the consumer closed before sending it
 
 
-_DELIVER.update(join=_deliver_join, sync=_deliver_sync, heartbeat=_deliver_heartbeat,
-                leave=_deliver_leave)
+_DELIVER.update(join=_deliver_join, sync=_deliver_sync, heartbeat=_deliver_heartbeat, leave=_deliver_leave)
 
 
 def response_error(result: Any) -> str:
@@ -814,16 +905,17 @@ def response_error(result: Any) -> str:
 # The action mapping
 # ----------------------------------------------------------------------------------------------
 
+
 @dataclass
 class StepResult:
     """What performing one spec step did on the implementation."""
 
     action: str
-    response: Optional[str] = None      # requester's own response in this step (error name)
-    fired: Optional[Record] = None      # timer steps: the op that ran, as a spec timer record
-    ran: int = 0                        # timer tasks run
-    requests: list[str] = field(default_factory=list)   # what was called, for reports
-    last_action: Optional[Record] = None
+    response: str | None = None  # requester's own response in this step (error name)
+    fired: Record | None = None  # timer steps: the op that ran, as a spec timer record
+    ran: int = 0  # timer tasks run
+    requests: list[str] = field(default_factory=list)  # what was called, for reports
+    last_action: Record | None = None
     """The spec's lastAction as the implementation step fills it in: client, member and gen
     as the client view (or the fired timer) had them before the step, newMember the id the
     step handed out, dt the clock move in units; resp is the requester's response if it came
@@ -855,30 +947,39 @@ def _join(world: World, c: str, rk: bool, changed: bool, res: StepResult) -> Non
     member_id = view.member
     protocols = _protocols(world, view, changed)
     token = world._request(view)
-    res.requests.append(f"JoinGroup(member={member_id!r}, requireKnownMemberId={rk}, "
-                        f"metadata={protocols[0][1]})")
+    res.requests.append(f"JoinGroup(member={member_id!r}, requireKnownMemberId={rk}, metadata={protocols[0][1]})")
     world.coordinator.handle_join_group(
-        GROUP_ID, member_id, None, rk, c, CLIENT_HOST, world.k.ms(world.k.rebalance),
-        world.k.ms(world.k.session), PROTOCOL_TYPE, protocols,
-        world._callback(c, token, "join"))
+        GROUP_ID,
+        member_id,
+        None,
+        rk,
+        c,
+        CLIENT_HOST,
+        world.k.ms(world.k.rebalance),
+        world.k.ms(world.k.session),
+        PROTOCOL_TYPE,
+        protocols,
+        world._callback(c, token, "join"),
+    )
     if world._parks(view, token):
         if not member_id:
             group = world.group
-            new = [m for m in (group.members if group is not None else ())
-                   if world.ids.peek(m) is None]
+            new = [m for m in (group.members if group is not None else ()) if world.ids.peek(m) is None]
             member_id = new[0] if new else ""
         view.phase, view.wait = "JoinWait", member_id
 
 
 def _sync(world: World, c: str, leader: bool, res: StepResult) -> None:
     view = world.clients[c]
-    assignment = ({m: encode_plan(view.members) for m in view.members} if leader else {})
-    view.members = frozenset()           # the list is used up by this request
+    assignment = {m: encode_plan(view.members) for m in view.members} if leader else {}
+    view.members = frozenset()  # the list is used up by this request
     token = world._request(view)
-    res.requests.append(f"SyncGroup(member={view.member!r}, generation={view.gen}, "
-                        f"assignment={'plan' if leader else 'none'})")
-    world.coordinator.handle_sync_group(GROUP_ID, view.gen, view.member, None, None, None,
-                                        assignment, world._callback(c, token, "sync"))
+    res.requests.append(
+        f"SyncGroup(member={view.member!r}, generation={view.gen}, assignment={'plan' if leader else 'none'})"
+    )
+    world.coordinator.handle_sync_group(
+        GROUP_ID, view.gen, view.member, None, None, None, assignment, world._callback(c, token, "sync")
+    )
     if world._parks(view, token):
         view.phase, view.wait = "SyncWait", view.member
 
@@ -887,8 +988,7 @@ def _heartbeat(world: World, c: str, res: StepResult) -> None:
     view = world.clients[c]
     token = world._request(view)
     res.requests.append(f"Heartbeat(member={view.member!r}, generation={view.gen})")
-    world.coordinator.handle_heartbeat(GROUP_ID, view.member, None, view.gen,
-                                       world._callback(c, token, "heartbeat"))
+    world.coordinator.handle_heartbeat(GROUP_ID, view.member, None, view.gen, world._callback(c, token, "heartbeat"))
     view.calling = 0
 
 
@@ -896,10 +996,11 @@ def _leave(world: World, c: str, res: StepResult) -> None:
     view = world.clients[c]
     member_id = view.member
     view.reset("Down")
-    token = world._request(None)         # nobody is listening: the consumer has closed
+    token = world._request(None)  # nobody is listening: the consumer has closed
     res.requests.append(f"LeaveGroup(member={member_id!r})")
-    world.coordinator.handle_leave_group(GROUP_ID, [LeaveMemberIdentity(member_id, None)],
-                                         world._callback(c, token, "leave"))
+    world.coordinator.handle_leave_group(
+        GROUP_ID, [LeaveMemberIdentity(member_id, None)], world._callback(c, token, "leave")
+    )
 
 
 def _fire(world: World, res: StepResult, chosen: Any = None) -> None:
@@ -947,8 +1048,7 @@ def leader_log(world: World) -> frozenset[tuple[int, int]]:
     return frozenset((gen, world.ids.spec(m)) for _, gen, m in world.self_leaders)
 
 
-def apply_spec_step(world: World, spec_before: Mapping[str, Any],
-                    spec_after: Mapping[str, Any]) -> StepResult:
+def apply_spec_step(world: World, spec_before: Mapping[str, Any], spec_after: Mapping[str, Any]) -> StepResult:
     """apply_action for one step of a spec trace, steered to the choices the spec made where
     Kafka leaves them to HashMap order (prefer_leader, tie_to_fire)."""
     la = spec_after["lastAction"]
@@ -1032,7 +1132,7 @@ def apply_action(world: World, la: Mapping[str, Any], fire: Any = None) -> StepR
     elif name == "LeaveGroup":
         _leave(world, c, res)
     elif name in ("ClientCrash", "NoIdLeft"):
-        view.reset("Down")      # NoIdLeft: the model ran out of ids; the client gives up
+        view.reset("Down")  # NoIdLeft: the model ran out of ids; the client gives up
     elif name == "ClientRestart":
         view.phase = "Unjoined"
     elif name in ("ClientAbandon", "ClientRejoin"):
@@ -1056,17 +1156,24 @@ def apply_action(world: World, la: Mapping[str, Any], fire: Any = None) -> StepR
         pre_member, pre_gen = res.fired["member"], res.fired["gen"]
     new_ids = world.ids.seen - ids_before
     newest = (world.ids.peek(world.ids.newest(1)[0]) or NO_MEMBER) if new_ids == 1 else NO_MEMBER
-    res.last_action = Record({
-        "name": name,
-        "client": ModelValue(c) if view is not None else ModelValue("NoClient"),
-        "member": pre_member,
-        "gen": pre_gen,
-        "flag": flag if name in ("JoinGroupUnknownMember", "JoinGroupKnownMember") else False,
-        "newMember": newest,
-        "resp": (res.response if res.response is not None
-                 else "PARKED" if res.requests and name not in _NOT_REQUESTS else "NONE"),
-        "dt": (world.clock.now_ms() - clock_before) // world.k.ms_per_unit,
-    })
+    res.last_action = Record(
+        {
+            "name": name,
+            "client": ModelValue(c) if view is not None else ModelValue("NoClient"),
+            "member": pre_member,
+            "gen": pre_gen,
+            "flag": flag if name in ("JoinGroupUnknownMember", "JoinGroupKnownMember") else False,
+            "newMember": newest,
+            "resp": (
+                res.response
+                if res.response is not None
+                else "PARKED"
+                if res.requests and name not in _NOT_REQUESTS
+                else "NONE"
+            ),
+            "dt": (world.clock.now_ms() - clock_before) // world.k.ms_per_unit,
+        }
+    )
     if world.k.normalize:
         res.last_action = normalized_last_action(res.last_action)
     return res
@@ -1082,7 +1189,7 @@ def normalized_last_action(la: Record) -> Record:
 _NOT_REQUESTS = TIMER_STEPS | {"AdvanceTime", "GroupUnload", "GroupLoad"}
 
 
-def _action_member_gen(world: World, name: str, view: Optional[ClientView]) -> tuple[int, int]:
+def _action_member_gen(world: World, name: str, view: ClientView | None) -> tuple[int, int]:
     """The member and gen parameters the spec's LA(...) gives each action."""
     if view is None:
         return NO_MEMBER, NO_GEN
@@ -1096,7 +1203,7 @@ def _action_member_gen(world: World, name: str, view: Optional[ClientView]) -> t
     return member, NO_GEN
 
 
-def not_enabled(world: World, la: Mapping[str, Any]) -> Optional[str]:
+def not_enabled(world: World, la: Mapping[str, Any]) -> str | None:
     """Why the spec step `la` could not happen in the implementation's current state (the
     spec's enabling conditions read on the client views and the timer), or None if it can.
     After a divergence the views may no longer allow what the spec does next."""
@@ -1119,13 +1226,13 @@ def not_enabled(world: World, la: Mapping[str, Any]) -> Optional[str]:
             "ClientRestart": phase == "Down",
             "ClientAbandon": phase in ("JoinWait", "SyncWait"),
             "ClientRejoin": phase == "Stable",
-            "NoIdLeft": (phase == "Unjoined" and not view.member
-                         and len(world.ids) >= world.k.num_ids),
+            "NoIdLeft": (phase == "Unjoined" and not view.member and len(world.ids) >= world.k.num_ids),
         }.get(name, True)
         if not ok:
             who = f"member {view.member!r}" if view.member else "no member id"
             return f"client {view.name} is {phase} with {who}" + (
-                f", leader={view.leader}" if name.startswith("SyncGroup") else "")
+                f", leader={view.leader}" if name.startswith("SyncGroup") else ""
+            )
         return None
     tasks = world.timer.live_tasks()
     if name in TIMER_STEPS and not tasks:

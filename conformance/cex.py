@@ -18,11 +18,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from kgc.conformance import properties
-from kgc.conformance.abstraction import (SpecConstants, World, abstract_state, apply_spec_step,
-                                         not_enabled)
+from kgc.conformance.abstraction import SpecConstants, World, abstract_state, apply_spec_step, not_enabled
 from kgc.conformance.mbt import compare_states, describe_action, load_trace
 from kgc.impl.coordinator import GroupCoordinator
 from kgc.spec.values import Record
@@ -37,9 +36,9 @@ class CexStep:
     index: int
     action: str
     follows: bool
-    skipped: Optional[str] = None                # why the step could not be performed
+    skipped: str | None = None  # why the step could not be performed
     diffs: list[tuple[str, str, str]] = field(default_factory=list)
-    violations: dict[str, list[str]] = field(default_factory=dict)   # on the impl's state
+    violations: dict[str, list[str]] = field(default_factory=dict)  # on the impl's state
     requests: list[str] = field(default_factory=list)
 
     def line(self) -> str:
@@ -50,8 +49,11 @@ class CexStep:
             text = head + "follows"
         else:
             var, spec, impl = self.diffs[0]
-            more = f" (+{len(self.diffs) - 1} more: {', '.join(d[0] for d in self.diffs[1:])})" \
-                if len(self.diffs) > 1 else ""
+            more = (
+                f" (+{len(self.diffs) - 1} more: {', '.join(d[0] for d in self.diffs[1:])})"
+                if len(self.diffs) > 1
+                else ""
+            )
             text = head + f"DEVIATES: {var}: spec {spec}, implementation {impl}{more}"
         for name, what in self.violations.items():
             text += f"\n    implementation violates {name}: {'; '.join(what)}"
@@ -61,33 +63,35 @@ class CexStep:
 @dataclass
 class CexReport:
     file: str
-    model: Optional[str]
-    violated: Optional[str]                      # what the spec's counterexample violates
+    model: str | None
+    violated: str | None  # what the spec's counterexample violates
     implementation: str
     steps: list[CexStep] = field(default_factory=list)
-    loop: Optional[int] = None        # a lasso: the state (0-based) the last one goes back to
-    stuttering: bool = False          # the behaviour ends by stuttering for ever
+    loop: int | None = None  # a lasso: the state (0-based) the last one goes back to
+    stuttering: bool = False  # the behaviour ends by stuttering for ever
 
     @property
     def temporal(self) -> bool:
         """The violated property is not one conformance.properties evaluates on states or
         steps (a liveness property): the implementation shows it by following the trace,
         loop included."""
-        return self.violated is not None and self.violated not in properties.INVARIANTS \
-            and self.violated not in properties.ACTION_PROPERTIES \
+        return (
+            self.violated is not None
+            and self.violated not in properties.INVARIANTS
+            and self.violated not in properties.ACTION_PROPERTIES
             and self.violated not in properties.FINDINGS
+        )
 
     @property
-    def first_deviation(self) -> Optional[CexStep]:
+    def first_deviation(self) -> CexStep | None:
         return next((s for s in self.steps if not s.follows), None)
 
     @property
     def follows(self) -> bool:
         return self.first_deviation is None
 
-    def first_violation(self, name: Optional[str] = None) -> Optional[CexStep]:
-        return next((s for s in self.steps if s.violations and (name is None or name in s.violations)),
-                    None)
+    def first_violation(self, name: str | None = None) -> CexStep | None:
+        return next((s for s in self.steps if s.violations and (name is None or name in s.violations)), None)
 
     @property
     def verdict(self) -> str:
@@ -101,30 +105,35 @@ class CexReport:
 
     def conclusion(self) -> str:
         dev = self.first_deviation
-        follow = ("the implementation follows the counterexample to its end" if dev is None
-                  else f"the implementation does not follow the counterexample (first deviation "
-                       f"at step {dev.index} {dev.action})")
+        follow = (
+            "the implementation follows the counterexample to its end"
+            if dev is None
+            else f"the implementation does not follow the counterexample (first deviation "
+            f"at step {dev.index} {dev.action})"
+        )
         target = self.violated or "(no property named)"
         verdict = self.verdict
         if verdict == SAME and self.temporal:
-            shows = (f"it can repeat the same {'stuttering end' if self.stuttering else 'loop'}, "
-                     f"so it violates {target} too")
+            shows = (
+                f"it can repeat the same {'stuttering end' if self.stuttering else 'loop'}, so it violates {target} too"
+            )
         elif verdict == SAME:
             at = self.first_violation(self.violated)
             shows = f"it shows the same violation, {target}, at step {at.index}"
         elif verdict == DIFFERENT:
             at = self.first_violation()
-            shows = (f"it does not violate {target} but violates "
-                     f"{', '.join(at.violations)} at step {at.index}")
+            shows = f"it does not violate {target} but violates {', '.join(at.violations)} at step {at.index}"
         elif self.temporal:
-            shows = (f"it does not show this violation of {target} (a liveness property: "
-                     f"shown only by following the whole lasso) and violates no safety property")
+            shows = (
+                f"it does not show this violation of {target} (a liveness property: "
+                f"shown only by following the whole lasso) and violates no safety property"
+            )
         else:
             shows = f"it shows no violation of {target} (nor of any other property)"
         return f"{follow}; {shows}: {verdict}"
 
 
-def _schedule(states: list[Any], loop: Optional[int], stuttering: bool) -> list[int]:
+def _schedule(states: list[Any], loop: int | None, stuttering: bool) -> list[int]:
     """Indices of the spec states to reach, in order: the trace, then for a lasso (the last
     state goes back to state `loop`) the way round the loop once more and back to its start,
     so that following it means the implementation can repeat the loop for ever."""
@@ -134,13 +143,12 @@ def _schedule(states: list[Any], loop: Optional[int], stuttering: bool) -> list[
     return order
 
 
-def replay_counterexample(path: Path,
-                          coordinator_class: type[GroupCoordinator] = GroupCoordinator,
-                          constants: Optional[SpecConstants] = None) -> CexReport:
+def replay_counterexample(
+    path: Path, coordinator_class: type[GroupCoordinator] = GroupCoordinator, constants: SpecConstants | None = None
+) -> CexReport:
     k, states, meta = load_trace(Path(path), constants)
     document = json.loads(Path(path).read_text(encoding="utf-8"))
-    report = CexReport(str(path), meta.get("model"), meta.get("violated"),
-                       coordinator_class.__name__)
+    report = CexReport(str(path), meta.get("model"), meta.get("violated"), coordinator_class.__name__)
     report.loop = document.get("loop")
     report.stuttering = bool(meta.get("stuttering"))
     world = World(k, coordinator_class)
@@ -182,7 +190,7 @@ def replay_counterexample(path: Path,
     return report
 
 
-def spec_violations(path: Path, constants: Optional[SpecConstants] = None) -> dict[str, Any]:
+def spec_violations(path: Path, constants: SpecConstants | None = None) -> dict[str, Any]:
     """The properties the counterexample's own last state (or last step) violates, evaluated
     with conformance.properties: a cross-check that the Python properties agree with TLC."""
     k, states, _ = load_trace(Path(path), constants)

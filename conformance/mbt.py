@@ -23,33 +23,74 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
-from kgc.conformance.abstraction import (TIMER_STEPS, AbstractionError, SpecConstants,
-                                         StepResult, World, abstract_state, apply_spec_step,
-                                         tie_to_fire, timer_record)
+from kgc.conformance.abstraction import (
+    TIMER_STEPS,
+    AbstractionError,
+    SpecConstants,
+    StepResult,
+    World,
+    abstract_state,
+    apply_spec_step,
+    tie_to_fire,
+    timer_record,
+)
 from kgc.conformance.recorded_trace import write_trace
 from kgc.conformance.recorder import RunRecorder
+from kgc.conformance.trace_schema import check_trace_shape
 from kgc.impl.coordinator import GroupCoordinator
 from kgc.spec.itf import read_itf, write_itf
-from kgc.conformance.trace_schema import check_trace_shape
 from kgc.spec.jsonfile import InputError
-from kgc.spec.values import TlaValue, format_value, parse_value, sort_key
 from kgc.spec.tlc_result import CheckResult, Outcome, Trace, TraceState
+from kgc.spec.values import TlaValue, format_value, parse_value, sort_key
 
 __all__ = [
-    "ConformReport", "Divergence", "SimulationResult", "TraceOutcome", "compare_states",
-    "conform", "conform_trace", "describe_action", "itf_files", "load_trace",
-    "parse_simulation_file", "simulate", "simulation_config",
+    "ConformReport",
+    "Divergence",
+    "SimulationResult",
+    "TraceOutcome",
+    "compare_states",
+    "conform",
+    "conform_trace",
+    "describe_action",
+    "itf_files",
+    "load_trace",
+    "parse_simulation_file",
+    "simulate",
+    "simulation_config",
 ]
 
 #: The order differences are reported in: the group's own state first (it usually says what
 #: went wrong), then the clients' views, then the timers and the clock (which mostly follow).
 REPORT_ORDER: tuple[str, ...] = (
-    "loaded", "gstate", "generation", "leader", "members", "pending", "awaitingJoin",
-    "awaitingSync", "newMembers", "pendingSync", "plan", "newMemberAdded", "nextId", "store",
-    "failovers", "genMembers", "genLeaders", "leaderLog", "cphase", "cmember", "cgen", "cleader",
-    "cmembers", "cassign", "cwait", "timers", "now",
+    "loaded",
+    "gstate",
+    "generation",
+    "leader",
+    "members",
+    "pending",
+    "awaitingJoin",
+    "awaitingSync",
+    "newMembers",
+    "pendingSync",
+    "plan",
+    "newMemberAdded",
+    "nextId",
+    "store",
+    "failovers",
+    "genMembers",
+    "genLeaders",
+    "leaderLog",
+    "cphase",
+    "cmember",
+    "cgen",
+    "cleader",
+    "cmembers",
+    "cassign",
+    "cwait",
+    "timers",
+    "now",
 )
 _LA_FIELDS = ("name", "client", "member", "gen", "flag", "newMember", "dt")
 
@@ -57,6 +98,7 @@ _LA_FIELDS = ("name", "client", "member", "gen", "flag", "newMember", "dt")
 # ----------------------------------------------------------------------------------------------
 # kgc simulate
 # ----------------------------------------------------------------------------------------------
+
 
 @dataclass
 class SimulationResult:
@@ -69,7 +111,7 @@ class SimulationResult:
     convert_seconds: float
     run_dir: Path
     check: CheckResult
-    counterexample: Optional[Path] = None
+    counterexample: Path | None = None
 
     @property
     def ok(self) -> bool:
@@ -87,7 +129,7 @@ def _parse_state(body: str, memo: dict[str, TlaValue]) -> dict[str, TlaValue]:
     values: dict[str, TlaValue] = {}
     for n, m in enumerate(starts):
         end = starts[n + 1].start() if n + 1 < len(starts) else len(body)
-        text = body[m.end():end].strip()
+        text = body[m.end() : end].strip()
         got = memo.get(text)
         if got is None:
             got = memo[text] = parse_value(text)
@@ -103,7 +145,7 @@ def parse_simulation_file(text: str) -> Trace:
     memo: dict[str, TlaValue] = {}
     for n, head in enumerate(heads):
         end = heads[n + 1].start() if n + 1 < len(heads) else len(text)
-        body = text[head.end():end]
+        body = text[head.end() : end]
         footer = body.find("\n=====")
         if footer >= 0:
             body = body[:footer]
@@ -114,9 +156,18 @@ def parse_simulation_file(text: str) -> Trace:
     return Trace(states=states)
 
 
-def simulate(model: str, traces: int, depth: int, seed: int, out: Path, *,
-             ms_per_unit: int = 1000, timeout: Optional[float] = None,
-             spec_dir: Optional[Path] = None, max_heap: Optional[str] = None) -> SimulationResult:
+def simulate(
+    model: str,
+    traces: int,
+    depth: int,
+    seed: int,
+    out: Path,
+    *,
+    ms_per_unit: int = 1000,
+    timeout: float | None = None,
+    spec_dir: Path | None = None,
+    max_heap: str | None = None,
+) -> SimulationResult:
     """Draw `traces` random behaviours of `depth` states; write out/trace-NNNNN.itf.json.
 
     TLC runs in out/tlc/ (kgc.spec.tlc.run_tlc) on out/NAME.simulate.cfg (the model without
@@ -140,23 +191,33 @@ def simulate(model: str, traces: int, depth: int, seed: int, out: Path, *,
     raw = (run_dir / "traces").resolve()
     raw.mkdir()
     config = out / f"{found.name}.simulate.cfg"
-    config.write_text(simulation_config(found.config.read_text(encoding="utf-8")),
-                      encoding="utf-8")
-    job = TlcJob(module=found.module, config=config, modules=found.modules, workers=1,
-                 timeout=timeout, max_heap=max_heap,
-                 tlc_options=("-simulate", f"file={raw / 'tr'},num={traces}",
-                              "-depth", str(depth), "-seed", str(seed), "-deadlock"))
+    config.write_text(simulation_config(found.config.read_text(encoding="utf-8")), encoding="utf-8")
+    job = TlcJob(
+        module=found.module,
+        config=config,
+        modules=found.modules,
+        workers=1,
+        timeout=timeout,
+        max_heap=max_heap,
+        tlc_options=(
+            "-simulate",
+            f"file={raw / 'tr'},num={traces}",
+            "-depth",
+            str(depth),
+            "-seed",
+            str(seed),
+            "-deadlock",
+        ),
+    )
     started = time.monotonic()
     check = run_tlc(job, run_dir)
     tlc_seconds = time.monotonic() - started
-    if (check.outcome is Outcome.CRASHED and check.tlc_exit_code == 0 and check.trace is None
-            and not check.timed_out):
+    if check.outcome is Outcome.CRASHED and check.tlc_exit_code == 0 and check.trace is None and not check.timed_out:
         # A simulation that ends normally prints no verdict message (no 2193), only exit 0.
         check.outcome, check.error = Outcome.PASSED, None
 
     started = time.monotonic()
-    meta = {"model": found.name, "constants": constants.to_json(), "seed": seed,
-            "depth": depth}
+    meta = {"model": found.name, "constants": constants.to_json(), "seed": seed, "depth": depth}
     files: list[Path] = []
     states = 0
     for n, path in enumerate(_raw_trace_files(raw)):
@@ -164,26 +225,35 @@ def simulate(model: str, traces: int, depth: int, seed: int, out: Path, *,
         if not trace.states:
             continue
         target = out / f"trace-{n:05d}.itf.json"
-        write_itf(target, trace, source=found.module.name,
-                  description=f"kgc simulate {found.name} seed {seed} trace {n}",
-                  meta={**meta, "trace": n})
+        write_itf(
+            target,
+            trace,
+            source=found.module.name,
+            description=f"kgc simulate {found.name} seed {seed} trace {n}",
+            meta={**meta, "trace": n},
+        )
         files.append(target)
         states += len(trace.states)
         path.unlink()
     counterexample = None
-    if check.trace is not None and check.trace.states and check.outcome not in (
-            Outcome.PASSED, None):
+    if check.trace is not None and check.trace.states and check.outcome not in (Outcome.PASSED, None):
         counterexample = out / "counterexample.itf.json"
-        write_itf(counterexample, check.trace, source=found.module.name,
-                  description=check.error or "",
-                  meta={**meta, "outcome": check.outcome.value, "violated": check.violated})
-    return SimulationResult(found.name, files, seed, depth, states, tlc_seconds,
-                            time.monotonic() - started, run_dir, check, counterexample)
+        write_itf(
+            counterexample,
+            check.trace,
+            source=found.module.name,
+            description=check.error or "",
+            meta={**meta, "outcome": check.outcome.value, "violated": check.violated},
+        )
+    return SimulationResult(
+        found.name, files, seed, depth, states, tlc_seconds, time.monotonic() - started, run_dir, check, counterexample
+    )
 
 
 _CFG_SECTION = re.compile(
     r"^\s*(SPECIFICATION|INIT|NEXT|INVARIANTS?|PROPERT(?:Y|IES)|CONSTRAINTS?|ACTION_CONSTRAINTS?|"
-    r"SYMMETRY|VIEW|CHECK_DEADLOCK|ALIAS|POSTCONDITION|CONSTANTS?)\b")
+    r"SYMMETRY|VIEW|CHECK_DEADLOCK|ALIAS|POSTCONDITION|CONSTANTS?)\b"
+)
 
 
 def simulation_config(text: str) -> str:
@@ -202,8 +272,10 @@ def simulation_config(text: str) -> str:
 
 def _raw_trace_files(raw: Path) -> list[Path]:
     """TLC names them PREFIX_<worker>_<n>; in n order, so trace numbers follow TLC's."""
+
     def key(p: Path) -> tuple[int, ...]:
-        return tuple(int(x) for x in re.findall(r"\d+", p.name[len("tr"):]))
+        return tuple(int(x) for x in re.findall(r"\d+", p.name[len("tr") :]))
+
     return sorted((p for p in raw.iterdir() if p.name.startswith("tr_")), key=key)
 
 
@@ -211,32 +283,35 @@ def _raw_trace_files(raw: Path) -> list[Path]:
 # kgc conform
 # ----------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Divergence:
     """The first step at which the implementation did not do what the spec did."""
 
-    step: int                 # index of the spec state (0 = Init) that did not match
-    action: str               # the spec step, with its parameters
+    step: int  # index of the spec state (0 = Init) that did not match
+    action: str  # the spec step, with its parameters
     variable: str
     spec_value: str
     impl_value: str
     requests: tuple[str, ...] = ()
-    also: tuple[str, ...] = ()    # the other variables that differ at that step
+    also: tuple[str, ...] = ()  # the other variables that differ at that step
 
     def __str__(self) -> str:
         calls = f" [impl: {'; '.join(self.requests)}]" if self.requests else ""
         more = f" (also differ: {', '.join(self.also)})" if self.also else ""
-        return (f"step {self.step} {self.action}: {self.variable}: spec {self.spec_value}, "
-                f"implementation {self.impl_value}{more}{calls}")
+        return (
+            f"step {self.step} {self.action}: {self.variable}: spec {self.spec_value}, "
+            f"implementation {self.impl_value}{more}{calls}"
+        )
 
 
 @dataclass
 class TraceOutcome:
     file: str
-    steps: int                           # steps performed and matched
-    total: int                           # steps in the trace
-    divergence: Optional[Divergence] = None
-    error: Optional[str] = None          # the trace could not be run at all
+    steps: int  # steps performed and matched
+    total: int  # steps in the trace
+    divergence: Divergence | None = None
+    error: str | None = None  # the trace could not be run at all
 
     @property
     def verdict(self) -> str:
@@ -268,15 +343,17 @@ class ConformReport:
         return self.count("DIVERGED") == 0 and self.count("ERROR") == 0
 
     @property
-    def first_divergence(self) -> Optional[TraceOutcome]:
+    def first_divergence(self) -> TraceOutcome | None:
         return next((o for o in self.outcomes if o.divergence is not None), None)
 
     def summary(self) -> str:
-        return (f"{len(self.outcomes)} traces: {self.count('CONFORMS')} conform, "
-                f"{self.count('DIVERGED')} diverged"
-                + (f", {self.count('ERROR')} errors" if self.count("ERROR") else "")
-                + f"; {self.steps} steps in {self.seconds:.2f} s "
-                  f"({self.steps_per_second:,.0f} steps/s)")
+        return (
+            f"{len(self.outcomes)} traces: {self.count('CONFORMS')} conform, "
+            f"{self.count('DIVERGED')} diverged"
+            + (f", {self.count('ERROR')} errors" if self.count("ERROR") else "")
+            + f"; {self.steps} steps in {self.seconds:.2f} s "
+            f"({self.steps_per_second:,.0f} steps/s)"
+        )
 
 
 def describe_action(la: Mapping[str, Any]) -> str:
@@ -316,8 +393,7 @@ def _segments(world: World, ops: Sequence[Any], a: int, b: int) -> Iterator[tupl
             start = n
 
 
-def _timers_match(spec: Sequence[Any], impl: Sequence[Any], ops: Sequence[Any],
-                  world: World) -> Optional[int]:
+def _timers_match(spec: Sequence[Any], impl: Sequence[Any], ops: Sequence[Any], world: World) -> int | None:
     """None if equal up to the order within batches of simultaneous timers made in one step;
     else the first index (0-based) that differs."""
     if tuple(spec) == tuple(impl):
@@ -343,8 +419,9 @@ def _show(value: Any) -> str:
     return format_value(value) if value is not None else "(none)"
 
 
-def compare_states(spec: Mapping[str, TlaValue], impl: Mapping[str, TlaValue], world: World,
-                   ops: Sequence[Any] = ()) -> list[tuple[str, str, str]]:
+def compare_states(
+    spec: Mapping[str, TlaValue], impl: Mapping[str, TlaValue], world: World, ops: Sequence[Any] = ()
+) -> list[tuple[str, str, str]]:
     """(variable, spec value, implementation value) for every variable that differs, in
     REPORT_ORDER; timers made together in one step may be in either order (module doc)."""
     out = []
@@ -355,16 +432,21 @@ def compare_states(spec: Mapping[str, TlaValue], impl: Mapping[str, TlaValue], w
         if name == "timers":
             n = _timers_match(s, i, ops, world)
             if n is not None:
-                out.append((f"timers[{n + 1}]",
-                            _show(s[n]) if n < len(s) else f"(none: {len(s)} timers)",
-                            _show(i[n]) if n < len(i) else f"(none: {len(i)} timers)"))
+                out.append(
+                    (
+                        f"timers[{n + 1}]",
+                        _show(s[n]) if n < len(s) else f"(none: {len(s)} timers)",
+                        _show(i[n]) if n < len(i) else f"(none: {len(i)} timers)",
+                    )
+                )
         elif s != i:
             out.append((name, _show(s), _show(i)))
     return out
 
 
-def load_trace(path: Path, constants: Optional[SpecConstants] = None
-               ) -> tuple[SpecConstants, list[dict[str, TlaValue]], dict[str, Any]]:
+def load_trace(
+    path: Path, constants: SpecConstants | None = None
+) -> tuple[SpecConstants, list[dict[str, TlaValue]], dict[str, Any]]:
     """An ITF trace with the constants to run it under: given, else its #meta's constants
     (kgc simulate), else its model's config (kgc check)."""
     meta, states = read_itf(Path(path))
@@ -379,9 +461,12 @@ def load_trace(path: Path, constants: Optional[SpecConstants] = None
     return constants, states, meta
 
 
-def conform_trace(path: Path, coordinator_class: type[GroupCoordinator] = GroupCoordinator,
-                  constants: Optional[SpecConstants] = None,
-                  record_to: Optional[Path] = None) -> TraceOutcome:
+def conform_trace(
+    path: Path,
+    coordinator_class: type[GroupCoordinator] = GroupCoordinator,
+    constants: SpecConstants | None = None,
+    record_to: Path | None = None,
+) -> TraceOutcome:
     """Drive the implementation through one trace; stop at the first divergence. With
     `record_to`, the implementation's run is also recorded (recorder.RunRecorder) and written
     there as `<trace>.json` for `kgc validate`: spec -> implementation -> spec."""
@@ -392,9 +477,9 @@ def conform_trace(path: Path, coordinator_class: type[GroupCoordinator] = GroupC
             if k.normalize:
                 raise AbstractionError(
                     "a Normalize model's trace (relative clock) cannot be recorded for kgc "
-                    "validate; simulate a model without Normalize (default, faults, failover)")
-            recorder = RunRecorder(k, coordinator_class, name=_stem(path),
-                                   source=f"kgc conform of {path}")
+                    "validate; simulate a model without Normalize (default, faults, failover)"
+                )
+            recorder = RunRecorder(k, coordinator_class, name=_stem(path), source=f"kgc conform of {path}")
             world = recorder.world
         else:
             world = World(k, coordinator_class)
@@ -410,11 +495,10 @@ def conform_trace(path: Path, coordinator_class: type[GroupCoordinator] = GroupC
 
 def _stem(path: Path) -> str:
     name = Path(path).name
-    return name[:-len(".itf.json")] if name.endswith(".itf.json") else Path(path).stem
+    return name[: -len(".itf.json")] if name.endswith(".itf.json") else Path(path).stem
 
 
-def _follow(path: Path, states: list[dict[str, TlaValue]], world: World,
-            recorder: Optional[RunRecorder]) -> TraceOutcome:
+def _follow(path: Path, states: list[dict[str, TlaValue]], world: World, recorder: RunRecorder | None) -> TraceOutcome:
     total = len(states) - 1
     outcome = TraceOutcome(str(path), 0, total)
     if not states:
@@ -432,24 +516,26 @@ def _follow(path: Path, states: list[dict[str, TlaValue]], world: World,
             if name in TIMER_STEPS and world.ops and spec_before["timers"]:
                 spec_head, head = spec_before["timers"][0], timer_record(world, world.ops[0])
                 if head != spec_head and tie_to_fire(world, spec_head) is None:
-                    outcome.divergence = Divergence(
-                        n, action, "timers[1]", _show(spec_head), _show(head))
+                    outcome.divergence = Divergence(n, action, "timers[1]", _show(spec_head), _show(head))
                     return outcome
             try:
-                res = (apply_spec_step(world, spec_before, spec_after) if recorder is None
-                       else recorder.spec_step(spec_before, spec_after, f"spec step {n} {action}"))
+                res = (
+                    apply_spec_step(world, spec_before, spec_after)
+                    if recorder is None
+                    else recorder.spec_step(spec_before, spec_after, f"spec step {n} {action}")
+                )
             except AbstractionError:
                 raise
             except Exception as e:  # noqa: BLE001 - the implementation crashed
-                outcome.divergence = Divergence(n, action, "(exception)", "a next state",
-                                                f"{type(e).__name__}: {e}")
+                outcome.divergence = Divergence(n, action, "(exception)", "a next state", f"{type(e).__name__}: {e}")
                 return outcome
             impl = abstract_state(world)
             diffs = compare_states(spec_after, impl, world, world.ops)
             diffs += _action_diff(la, res)
             if diffs:
-                outcome.divergence = Divergence(n, action, *diffs[0], tuple(res.requests),
-                                                tuple(d[0] for d in diffs[1:]))
+                outcome.divergence = Divergence(
+                    n, action, *diffs[0], tuple(res.requests), tuple(d[0] for d in diffs[1:])
+                )
                 return outcome
             outcome.steps = n
     except AbstractionError as e:
@@ -470,9 +556,12 @@ def _action_diff(la: Mapping[str, Any], res: StepResult) -> list[tuple[str, str,
                 out.append((f"lastAction.{name}", _show(la[name]), _show(done[name])))
     resp = la.get("resp")
     # "" is Normalize's lastAction, which does not keep the response
-    if (resp not in (None, "", "PARKED") and res.requests
-            and res.action not in TIMER_STEPS | {"AdvanceTime", "GroupUnload", "GroupLoad"}
-            and res.response != resp):
+    if (
+        resp not in (None, "", "PARKED")
+        and res.requests
+        and res.action not in TIMER_STEPS | {"AdvanceTime", "GroupUnload", "GroupLoad"}
+        and res.response != resp
+    ):
         out.append(("lastAction.resp", str(resp), res.response or "(no response in the step)"))
     return out
 
@@ -488,9 +577,14 @@ def itf_files(paths: Iterable[Path]) -> list[Path]:
     return out
 
 
-def conform(paths: Iterable[Path], coordinator_class: type[GroupCoordinator] = GroupCoordinator,
-            constants: Optional[SpecConstants] = None, stop_at_first: bool = False,
-            on_trace: Optional[Any] = None, record_to: Optional[Path] = None) -> ConformReport:
+def conform(
+    paths: Iterable[Path],
+    coordinator_class: type[GroupCoordinator] = GroupCoordinator,
+    constants: SpecConstants | None = None,
+    stop_at_first: bool = False,
+    on_trace: Any | None = None,
+    record_to: Path | None = None,
+) -> ConformReport:
     """Run every trace; `on_trace(outcome)` is called after each (for progress)."""
     report = ConformReport()
     started = time.monotonic()

@@ -21,12 +21,25 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
-    "ACTION_PROPERTIES", "INVARIANTS", "Constants", "PropertyReport", "Unobserved",
-    "check_state", "check_step",
-    "AssignmentMatchesGenerationMembers", "EmptyIffNoMembers", "GenerationMonotonic",
-    "GroupSizeBounded", "LeaderIsMember", "NoSyncInPreparingRebalance",
-    "OneSessionTimerPerMember", "ParkedRequestAnsweredOnce", "SingleLeaderPerGeneration",
-    "StableRebalanceOnlyByMember", "TimersOrdered", "TypeOK",
+    "ACTION_PROPERTIES",
+    "INVARIANTS",
+    "Constants",
+    "PropertyReport",
+    "Unobserved",
+    "check_state",
+    "check_step",
+    "AssignmentMatchesGenerationMembers",
+    "EmptyIffNoMembers",
+    "GenerationMonotonic",
+    "GroupSizeBounded",
+    "LeaderIsMember",
+    "NoSyncInPreparingRebalance",
+    "OneSessionTimerPerMember",
+    "ParkedRequestAnsweredOnce",
+    "SingleLeaderPerGeneration",
+    "StableRebalanceOnlyByMember",
+    "TimersOrdered",
+    "TypeOK",
 ]
 
 State = Mapping[str, Any]
@@ -37,8 +50,9 @@ GROUP_STATES = frozenset({"Empty", "PreparingRebalance", "CompletingRebalance", 
 PHASES = frozenset({"Down", "Unjoined", "JoinWait", "Joined", "SyncWait", "Stable"})
 TIMER_KINDS = frozenset({"Heartbeat", "Pending", "Join", "InitialJoin", "Sync"})
 TIMER_DURS = frozenset({"session", "newMember", "none"})
-TIMER_FIELDS = frozenset({"kind", "member", "deadline", "dur", "gen", "delay", "remaining",
-                          "stale", "orphan", "olds", "nma"})
+TIMER_FIELDS = frozenset(
+    {"kind", "member", "deadline", "dur", "gen", "delay", "remaining", "stale", "orphan", "olds", "nma"}
+)
 STORE_FIELDS = frozenset({"exists", "gen", "leader", "members", "plan"})
 
 
@@ -99,6 +113,7 @@ def _show(x: Any) -> str:
 # State invariants
 # ---------------------------------------------------------------------------------------------
 
+
 def TypeOK(s: State, k: Constants) -> list[str]:
     bad: list[str] = []
     ids = set(_ids(k))
@@ -125,12 +140,17 @@ def TypeOK(s: State, k: Constants) -> list[str]:
         need(_field(t, "kind", where) in TIMER_KINDS, f"{where}.kind = {t['kind']}")
         need(_field(t, "member", where) in ids0, f"{where}.member = {t['member']}")
         need(isinstance(_field(t, "deadline", where), int), f"{where}.deadline not an integer")
-        for name, ok in (("dur", lambda v: v in TIMER_DURS), ("gen", is_gen), ("delay", is_nat),
-                         ("remaining", is_nat), ("stale", lambda v: isinstance(v, bool)),
-                         ("orphan", lambda v: isinstance(v, bool)),
-                         ("olds", lambda v: isinstance(v, frozenset) and v <= ids),
-                         ("nma", lambda v: isinstance(v, bool))):
-            if name in t:   # optional: an abstraction may leave bookkeeping fields out
+        for name, ok in (
+            ("dur", lambda v: v in TIMER_DURS),
+            ("gen", is_gen),
+            ("delay", is_nat),
+            ("remaining", is_nat),
+            ("stale", lambda v: isinstance(v, bool)),
+            ("orphan", lambda v: isinstance(v, bool)),
+            ("olds", lambda v: isinstance(v, frozenset) and v <= ids),
+            ("nma", lambda v: isinstance(v, bool)),
+        ):
+            if name in t:  # optional: an abstraction may leave bookkeeping fields out
                 need(ok(t[name]), f"{where}.{name} = {_show(t[name])}")
     need(isinstance(_get(s, "loaded"), bool), "loaded not a boolean")
     need(_get(s, "gstate") in GROUP_STATES, f"gstate = {s['gstate']}")
@@ -150,8 +170,14 @@ def TypeOK(s: State, k: Constants) -> list[str]:
         st = s["store"]
         need(set(st.keys()) == STORE_FIELDS, f"store fields {sorted(st.keys())}")
         if set(st.keys()) == STORE_FIELDS:
-            need(isinstance(st["exists"], bool) and is_gen(st["gen"]) and st["leader"] in ids0
-                 and st["members"] <= ids and st["plan"] <= ids, f"store = {st}")
+            need(
+                isinstance(st["exists"], bool)
+                and is_gen(st["gen"])
+                and st["leader"] in ids0
+                and st["members"] <= ids
+                and st["plan"] <= ids,
+                f"store = {st}",
+            )
     if "failovers" in s and k.max_failovers is not None:
         need(0 <= s["failovers"] <= k.max_failovers, f"failovers = {s['failovers']}")
     for c in _clients(s, k):
@@ -176,8 +202,9 @@ def TimersOrdered(s: State, k: Constants) -> list[str]:
     now = _get(s, "now")
     for n in range(len(ts) - 1):
         if ts[n]["deadline"] > ts[n + 1]["deadline"]:
-            bad.append(f"timers[{n + 1}].deadline {ts[n]['deadline']} > timers[{n + 2}].deadline "
-                       f"{ts[n + 1]['deadline']}")
+            bad.append(
+                f"timers[{n + 1}].deadline {ts[n]['deadline']} > timers[{n + 2}].deadline {ts[n + 1]['deadline']}"
+            )
     for n, t in enumerate(ts, start=1):
         if t["deadline"] < now:
             bad.append(f"timers[{n}] ({t['kind']}) overdue: deadline {t['deadline']} < now {now}")
@@ -198,10 +225,15 @@ def SingleLeaderPerGeneration(s: State, k: Constants) -> list[str]:
         members, gen = _get(s, "members"), _get(s, "generation")
         for c in _clients(s, k):
             m = s["cmember"][c]
-            if (s["cphase"][c] in ("Joined", "SyncWait", "Stable") and m in members
-                    and s["cgen"][c] == gen and s["cleader"][c] != (m == leader)):
-                bad.append(f"client {c} (member {m}) believes leader={s['cleader'][c]}, "
-                           f"coordinator's leader is {leader}")
+            if (
+                s["cphase"][c] in ("Joined", "SyncWait", "Stable")
+                and m in members
+                and s["cgen"][c] == gen
+                and s["cleader"][c] != (m == leader)
+            ):
+                bad.append(
+                    f"client {c} (member {m}) believes leader={s['cleader'][c]}, coordinator's leader is {leader}"
+                )
     return bad
 
 
@@ -230,8 +262,7 @@ def LeaderIsMember(s: State, k: Constants) -> list[str]:
 
 
 def _live_join_op(s: State) -> bool:
-    return any(t["kind"] in ("Join", "InitialJoin") and not _field(t, "stale", "timer")
-               for t in _timers(s))
+    return any(t["kind"] in ("Join", "InitialJoin") and not _field(t, "stale", "timer") for t in _timers(s))
 
 
 def EmptyIffNoMembers(s: State, k: Constants) -> list[str]:
@@ -241,8 +272,10 @@ def EmptyIffNoMembers(s: State, k: Constants) -> list[str]:
     empty = s["gstate"] == "Empty"
     idle = not _get(s, "members") and not _live_join_op(s)
     if empty != idle:
-        return [f"gstate = {s['gstate']} with members {_show(s['members'])} and "
-                f"{'a' if _live_join_op(s) else 'no'} live DelayedJoin"]
+        return [
+            f"gstate = {s['gstate']} with members {_show(s['members'])} and "
+            f"{'a' if _live_join_op(s) else 'no'} live DelayedJoin"
+        ]
     return []
 
 
@@ -271,8 +304,12 @@ def AssignmentMatchesGenerationMembers(s: State, k: Constants) -> list[str]:
         bad.append(f"genMembers {_show(gm)} != members {_show(members)}")
     gen = _get(s, "generation")
     for c in _clients(s, k):
-        if (s["cphase"][c] == "Stable" and s["cmember"][c] in members and s["cgen"][c] == gen
-                and s["cassign"][c] != plan):
+        if (
+            s["cphase"][c] == "Stable"
+            and s["cmember"][c] in members
+            and s["cgen"][c] == gen
+            and s["cassign"][c] != plan
+        ):
             bad.append(f"client {c} holds assignment {_show(s['cassign'][c])}, plan is {_show(plan)}")
     return bad
 
@@ -293,15 +330,25 @@ def ParkedRequestAnsweredOnce(s: State, k: Constants) -> list[str]:
             bad.append(f"client {c} in {ph} with cwait = {w}")
     for c in clients:
         for d in clients:
-            if (c != d and s["cwait"][c] != NO_MEMBER and s["cphase"][c] == s["cphase"][d]
-                    and s["cwait"][c] == s["cwait"][d]):
+            if (
+                c != d
+                and s["cwait"][c] != NO_MEMBER
+                and s["cphase"][c] == s["cphase"][d]
+                and s["cwait"][c] == s["cwait"][d]
+            ):
                 bad.append(f"clients {c} and {d} both wait on member {s['cwait'][c]}")
     return bad
 
 
 def _live_timers_of(s: State, kind: str, m: int) -> int:
-    return sum(1 for t in _timers(s) if t["kind"] == kind and t["member"] == m
-               and not _field(t, "stale", "timer") and not _field(t, "orphan", "timer"))
+    return sum(
+        1
+        for t in _timers(s)
+        if t["kind"] == kind
+        and t["member"] == m
+        and not _field(t, "stale", "timer")
+        and not _field(t, "orphan", "timer")
+    )
 
 
 def OneSessionTimerPerMember(s: State, k: Constants) -> list[str]:
@@ -340,6 +387,7 @@ def OneSessionTimerPerMember(s: State, k: Constants) -> list[str]:
 # Action properties ([][A]_v): checked on a pair of consecutive states
 # ---------------------------------------------------------------------------------------------
 
+
 def GenerationMonotonic(s: State, t: State, k: Constants) -> list[str]:
     """Within one group incarnation the generation never decreases."""
     if _get(s, "loaded") and _get(t, "loaded") and _get(t, "generation") < _get(s, "generation"):
@@ -360,8 +408,10 @@ def StableRebalanceOnlyByMember(s: State, t: State, k: Constants) -> list[str]:
     ps = _get(s, "pendingSync")
     if la["name"] == "DelayedSyncExpiry" and ps and ps <= members:
         return []
-    return [f"Stable -> PreparingRebalance by {la['name']} (member {la['member']}), "
-            f"not an event of a member of {_show(members)}"]
+    return [
+        f"Stable -> PreparingRebalance by {la['name']} (member {la['member']}), "
+        f"not an event of a member of {_show(members)}"
+    ]
 
 
 def GenerationLeaderUniqueAcrossFailovers(s: State, k: Constants) -> list[str]:
@@ -370,8 +420,11 @@ def GenerationLeaderUniqueAcrossFailovers(s: State, k: Constants) -> list[str]:
     by_gen: dict[int, set[int]] = {}
     for gen, member in _get(s, "leaderLog"):
         by_gen.setdefault(gen, set()).add(member)
-    return [f"leaderLog: generation {g} had leaders {_show(frozenset(ms))}"
-            for g, ms in sorted(by_gen.items()) if len(ms) > 1]
+    return [
+        f"leaderLog: generation {g} had leaders {_show(frozenset(ms))}"
+        for g, ms in sorted(by_gen.items())
+        if len(ms) > 1
+    ]
 
 
 StateProperty = Callable[[State, Constants], list[str]]
@@ -420,10 +473,11 @@ class PropertyReport:
         return "; ".join(f"{name}: {', '.join(what)}" for name, what in self.violations.items())
 
 
-def check_state(s: State, k: Constants, names: Iterable[str] | None = None,
-                report: PropertyReport | None = None) -> PropertyReport:
+def check_state(
+    s: State, k: Constants, names: Iterable[str] | None = None, report: PropertyReport | None = None
+) -> PropertyReport:
     report = report if report is not None else PropertyReport()
-    for name in (names if names is not None else INVARIANTS):
+    for name in names if names is not None else INVARIANTS:
         prop = INVARIANTS.get(name) or FINDINGS.get(name)
         if prop is None:
             continue
@@ -437,8 +491,9 @@ def check_state(s: State, k: Constants, names: Iterable[str] | None = None,
     return report
 
 
-def check_step(s: State, t: State, k: Constants, names: Iterable[str] | None = None,
-               report: PropertyReport | None = None) -> PropertyReport:
+def check_step(
+    s: State, t: State, k: Constants, names: Iterable[str] | None = None, report: PropertyReport | None = None
+) -> PropertyReport:
     """The action properties on the step s -> t, and the invariants on t."""
     report = report if report is not None else PropertyReport()
     wanted = list(names) if names is not None else None

@@ -45,8 +45,7 @@ class TraceConstants:
 
     def batch_key(self) -> tuple[Any, ...]:
         """Traces with equal keys can share one TLC run (ids, clients and failovers merge)."""
-        return (self.session, self.rebalance, self.initial_delay, self.new_member_timeout,
-                self.max_group_size)
+        return (self.session, self.rebalance, self.initial_delay, self.new_member_timeout, self.max_group_size)
 
 
 @dataclass
@@ -102,7 +101,11 @@ def read_trace(path: Path) -> RecordedTrace:
         raise InputError(file, None, "a recorded trace is a JSON object")
     meta = document.get("#meta", {})
     if not isinstance(meta, dict) or meta.get("kgc") != FORMAT:
-        raise InputError(file, "#meta.kgc", f"not a kgc recorded trace (#meta.kgc = {meta.get('kgc') if isinstance(meta, dict) else None!r})")
+        raise InputError(
+            file,
+            "#meta.kgc",
+            f"not a kgc recorded trace (#meta.kgc = {meta.get('kgc') if isinstance(meta, dict) else None!r})",
+        )
     raw_states = document.get("states")
     if not isinstance(raw_states, list) or not raw_states:
         raise InputError(file, "states", "missing or empty: a recorded trace has at least its initial state")
@@ -127,10 +130,15 @@ def read_trace(path: Path) -> RecordedTrace:
         if set(state) != names:
             missing = sorted(names - set(state)) or sorted(set(state) - names)
             raise InputError(file, f"state {index}", f"variable {missing[0]} missing or extra")
-    return RecordedTrace(name=meta.get("description") or Path(path).stem,
-                         constants=constants, states=states, origins=origins,
-                         stopped=meta.get("stopped"), skipped=list(meta.get("skipped", [])),
-                         source=meta.get("source", ""))
+    return RecordedTrace(
+        name=meta.get("description") or Path(path).stem,
+        constants=constants,
+        states=states,
+        origins=origins,
+        stopped=meta.get("stopped"),
+        skipped=list(meta.get("skipped", [])),
+        source=meta.get("source", ""),
+    )
 
 
 def client(name: str) -> ModelValue:

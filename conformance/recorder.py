@@ -31,33 +31,72 @@ import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
-from kgc.conformance.abstraction import (GROUP_ID, AbstractionError, SpecConstants,
-                                         StepResult, World, abstract_state, apply_action,
-                                         apply_spec_step, not_enabled, timer_record)
+from kgc.conformance.abstraction import (
+    GROUP_ID,
+    AbstractionError,
+    SpecConstants,
+    StepResult,
+    World,
+    abstract_state,
+    apply_action,
+    apply_spec_step,
+    not_enabled,
+    timer_record,
+)
 from kgc.conformance.recorded_trace import RecordedTrace, TraceConstants
 from kgc.impl.coordinator import GroupCoordinator, LeaveMemberIdentity
 from kgc.impl.group import GroupState
 from kgc.spec.values import ModelValue, Record
 
-__all__ = ["CLIENT_ACTIONS", "RANDOM_RUN_CONSTANTS", "RecordingStopped", "RunRecorder",
-           "enabled_actions", "random_run", "record_scenario", "record_scenario_file",
-           "scenario_constants", "timer_action"]
+__all__ = [
+    "CLIENT_ACTIONS",
+    "RANDOM_RUN_CONSTANTS",
+    "RecordingStopped",
+    "RunRecorder",
+    "enabled_actions",
+    "random_run",
+    "record_scenario",
+    "record_scenario_file",
+    "scenario_constants",
+    "timer_action",
+]
 
-INIT_ACTION = Record({"name": "Init", "client": ModelValue("NoClient"), "member": 0, "gen": -1,
-                      "flag": False, "newMember": 0, "resp": "NONE", "dt": 0})
+INIT_ACTION = Record(
+    {
+        "name": "Init",
+        "client": ModelValue("NoClient"),
+        "member": 0,
+        "gen": -1,
+        "flag": False,
+        "newMember": 0,
+        "resp": "NONE",
+        "dt": 0,
+    }
+)
 
 #: The spec's client actions, with whether they take a flag (rk / chg).
 CLIENT_ACTIONS: dict[str, bool] = {
-    "JoinGroupUnknownMember": True, "JoinGroupPendingMember": False,
-    "JoinGroupKnownMember": True, "SyncGroupLeader": False, "SyncGroupFollower": False,
-    "Heartbeat": False, "LeaveGroup": False, "ClientCrash": False, "ClientRestart": False,
-    "ClientAbandon": False, "ClientRejoin": False,
+    "JoinGroupUnknownMember": True,
+    "JoinGroupPendingMember": False,
+    "JoinGroupKnownMember": True,
+    "SyncGroupLeader": False,
+    "SyncGroupFollower": False,
+    "Heartbeat": False,
+    "LeaveGroup": False,
+    "ClientCrash": False,
+    "ClientRestart": False,
+    "ClientAbandon": False,
+    "ClientRejoin": False,
 }
 
-_TIMER_NAMES = {"Pending": "PendingMemberExpiry", "Join": "RebalanceTimeout",
-                "InitialJoin": "InitialDelayedJoin", "Sync": "DelayedSyncExpiry"}
+_TIMER_NAMES = {
+    "Pending": "PendingMemberExpiry",
+    "Join": "RebalanceTimeout",
+    "InitialJoin": "InitialDelayedJoin",
+    "Sync": "DelayedSyncExpiry",
+}
 
 
 class RecordingStopped(Exception):
@@ -85,7 +124,7 @@ class _Events:
     def on_response(self, kind: str, group_id: str, result: object) -> None:
         pass
 
-    def on_timer(self, kind: str, group_id: str, member_id: Optional[str]) -> None:
+    def on_timer(self, kind: str, group_id: str, member_id: str | None) -> None:
         pass
 
     def on_transition(self, group_id: str, old: GroupState, new: GroupState) -> None:
@@ -111,15 +150,14 @@ class RunRecorder:
     states: list[dict[str, Any]] = field(default_factory=list)
     origins: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
-    stopped: Optional[str] = None
+    stopped: str | None = None
 
     def __post_init__(self) -> None:
-        self._outsider_member: Optional[str] = None
+        self._outsider_member: str | None = None
         self._ids_before = 0
         self.events = _Events()
         chained = self.events if self.observer is None else _Chain(self.events, self.observer)
-        self.world = World(self.constants, self.coordinator_class, observer=chained,
-                           member_id_seed=self.member_id_seed)
+        self.world = World(self.constants, self.coordinator_class, observer=chained, member_id_seed=self.member_id_seed)
         self._append(INIT_ACTION, "initial state")
 
     # -- recording ----------------------------------------------------------------------------
@@ -139,8 +177,9 @@ class RunRecorder:
         if self.stopped is not None:
             raise RecordingStopped(self.stopped)
 
-    def step(self, name: str, client: Optional[str] = None, flag: bool = False,
-             origin: str = "", dt: int = 1) -> StepResult:
+    def step(
+        self, name: str, client: str | None = None, flag: bool = False, origin: str = "", dt: int = 1
+    ) -> StepResult:
         """Perform spec action `name` (for `client`, with `flag`) on the implementation."""
         self._check_open()
         la = {"name": name, "client": ModelValue(client or "NoClient"), "flag": flag, "dt": dt}
@@ -152,8 +191,7 @@ class RunRecorder:
         self._append(self._last_action(res), origin or _describe(name, client, flag))
         return res
 
-    def spec_step(self, spec_before: Mapping[str, Any], spec_after: Mapping[str, Any],
-                  origin: str) -> StepResult:
+    def spec_step(self, spec_before: Mapping[str, Any], spec_after: Mapping[str, Any], origin: str) -> StepResult:
         """One step of a spec trace (kgc conform --record), steered to the spec's choices
         where Kafka leaves them open, so that the recording is the run conform compared."""
         self._check_open()
@@ -171,10 +209,15 @@ class RunRecorder:
         la = dict(res.last_action)
         if res.action == "AdvanceTime":
             la["dt"] = 1
-        completed = any(new in (GroupState.CompletingRebalance, GroupState.Stable)
-                        for _, new in self.events.transitions)
-        if (res.action in CLIENT_ACTIONS and res.response == "NONE" and completed
-                and res.action not in ("Heartbeat", "LeaveGroup")):
+        completed = any(
+            new in (GroupState.CompletingRebalance, GroupState.Stable) for _, new in self.events.transitions
+        )
+        if (
+            res.action in CLIENT_ACTIONS
+            and res.response == "NONE"
+            and completed
+            and res.action not in ("Heartbeat", "LeaveGroup")
+        ):
             la["resp"] = "PARKED"
         return Record(la)
 
@@ -191,14 +234,17 @@ class RunRecorder:
             j = i + 1
             if _batchable(pairs[i][1]):
                 key = (pairs[i][1]["deadline"], world.born_step(pairs[i][0]))
-                while (j < len(pairs) and _batchable(pairs[j][1])
-                       and (pairs[j][1]["deadline"], world.born_step(pairs[j][0])) == key):
+                while (
+                    j < len(pairs)
+                    and _batchable(pairs[j][1])
+                    and (pairs[j][1]["deadline"], world.born_step(pairs[j][0])) == key
+                ):
                     j += 1
             out.extend(sorted(pairs[i:j], key=lambda p: p[1]["member"]))
             i = j
         return out
 
-    def fire(self, origin: str = "") -> Optional[StepResult]:
+    def fire(self, origin: str = "") -> StepResult | None:
         """Fire the head timer (one spec timer step, named after what it is). When the
         implementation's next timer is not the one the spec fires first (simultaneous timers
         made together: HashMap order in Kafka) the spec cannot follow: the recording stops."""
@@ -209,9 +255,11 @@ class RunRecorder:
         spec_head = self._spec_order()[0]
         head = timer_record(self.world, tasks[0])
         if spec_head[0] is not tasks[0] and not self.lenient:
-            self.stop(f"{origin or 'timer'}: the implementation fires {_timer_text(head)} "
-                      f"before {_timer_text(spec_head[1])}, made together for several members "
-                      f"(Kafka: HashMap order; the spec: ascending member id)")
+            self.stop(
+                f"{origin or 'timer'}: the implementation fires {_timer_text(head)} "
+                f"before {_timer_text(spec_head[1])}, made together for several members "
+                f"(Kafka: HashMap order; the spec: ascending member id)"
+            )
             return None
         name = timer_action(head)
         return self.step(name, origin=origin or name)
@@ -225,8 +273,7 @@ class RunRecorder:
             tasks = self.world.timer.live_tasks()
             if not tasks or tasks[0].deadline_ms() > target:
                 break
-            self.fire(origin=f"{origin}: {timer_action(timer_record(self.world, tasks[0]))}"
-                      if origin else "")
+            self.fire(origin=f"{origin}: {timer_action(timer_record(self.world, tasks[0]))}" if origin else "")
             if self.stopped is not None:
                 return
         rest = target - self.world.clock.now_ms()
@@ -241,8 +288,7 @@ class RunRecorder:
             self.world.offset_ms += rest
             self.world.timer.advance_to(target)
 
-    def outsider(self, send: Callable[[GroupCoordinator, Callable[[Any], None]], None],
-                 origin: str) -> bool:
+    def outsider(self, send: Callable[[GroupCoordinator, Callable[[Any], None]], None], origin: str) -> bool:
         """A request no spec client would send, made directly on the coordinator. If the
         abstract state is unchanged it is a stuttering step: skipped, True. Otherwise the
         recording stops (the spec cannot follow) and False is returned."""
@@ -269,16 +315,26 @@ class RunRecorder:
         """A pseudo lastAction for a request no spec client sends (lenient recording): the
         member it named (if the run knows the id) and the id it was given, if any."""
         from kgc.conformance.abstraction import response_error
+
         member = self._outsider_member or ""
         known = self.world.ids.peek(member) if member else None
         newest = len(self.world.ids)
-        return Record({"name": "Outsider", "client": ModelValue("NoClient"),
-                       "member": known or 0, "gen": -1, "flag": False,
-                       "newMember": newest if newest > self._ids_before else 0,
-                       "resp": response_error(answers[0]) if answers else "PARKED", "dt": 0})
+        return Record(
+            {
+                "name": "Outsider",
+                "client": ModelValue("NoClient"),
+                "member": known or 0,
+                "gen": -1,
+                "flag": False,
+                "newMember": newest if newest > self._ids_before else 0,
+                "resp": response_error(answers[0]) if answers else "PARKED",
+                "dt": 0,
+            }
+        )
 
-    def request(self, kind: str, send: Callable[[GroupCoordinator, Callable[[Any], None]], None],
-                member: str, origin: str) -> bool:
+    def request(
+        self, kind: str, send: Callable[[GroupCoordinator, Callable[[Any], None]], None], member: str, origin: str
+    ) -> bool:
         """An outsider request naming `member` (see outsider)."""
         self._outsider_member = member
         self._ids_before = len(self.world.ids)
@@ -294,16 +350,28 @@ class RunRecorder:
     # -- result -------------------------------------------------------------------------------
     def trace_constants(self) -> TraceConstants:
         k = self.constants
-        return TraceConstants(session=k.session, rebalance=k.rebalance,
-                              initial_delay=k.initial_delay,
-                              new_member_timeout=k.new_member_timeout,
-                              max_group_size=k.max_group_size, num_ids=k.num_ids,
-                              clients=tuple(k.clients), failovers=self.world.failovers,
-                              ms_per_unit=k.ms_per_unit)
+        return TraceConstants(
+            session=k.session,
+            rebalance=k.rebalance,
+            initial_delay=k.initial_delay,
+            new_member_timeout=k.new_member_timeout,
+            max_group_size=k.max_group_size,
+            num_ids=k.num_ids,
+            clients=tuple(k.clients),
+            failovers=self.world.failovers,
+            ms_per_unit=k.ms_per_unit,
+        )
 
     def trace(self) -> RecordedTrace:
-        return RecordedTrace(self.name, self.trace_constants(), list(self.states),
-                             list(self.origins), self.stopped, list(self.skipped), self.source)
+        return RecordedTrace(
+            self.name,
+            self.trace_constants(),
+            list(self.states),
+            list(self.origins),
+            self.stopped,
+            list(self.skipped),
+            self.source,
+        )
 
 
 def _batchable(t: Mapping[str, Any]) -> bool:
@@ -322,10 +390,11 @@ class _Chain:
         def call(*args: Any) -> None:
             for o in self.observers:
                 getattr(o, hook)(*args)
+
         return call
 
 
-def _describe(name: str, client: Optional[str], flag: bool) -> str:
+def _describe(name: str, client: str | None, flag: bool) -> str:
     if client is None:
         return name
     return f"{name}({client}{', ' + str(flag).upper() if CLIENT_ACTIONS.get(name) else ''})"
@@ -338,8 +407,13 @@ def _describe(name: str, client: Optional[str], flag: bool) -> str:
 #: Client actions worth asking not_enabled about, by the client's phase.
 _BY_PHASE: dict[str, tuple[str, ...]] = {
     "Down": ("ClientRestart",),
-    "Unjoined": ("JoinGroupUnknownMember", "JoinGroupPendingMember", "JoinGroupKnownMember",
-                 "LeaveGroup", "ClientCrash"),
+    "Unjoined": (
+        "JoinGroupUnknownMember",
+        "JoinGroupPendingMember",
+        "JoinGroupKnownMember",
+        "LeaveGroup",
+        "ClientCrash",
+    ),
     "JoinWait": ("ClientAbandon", "LeaveGroup", "ClientCrash"),
     "SyncWait": ("Heartbeat", "ClientAbandon", "LeaveGroup", "ClientCrash"),
     "Joined": ("SyncGroupLeader", "SyncGroupFollower", "Heartbeat", "LeaveGroup", "ClientCrash"),
@@ -347,16 +421,17 @@ _BY_PHASE: dict[str, tuple[str, ...]] = {
 }
 
 
-def enabled_actions(rec: RunRecorder, faults: Iterable[str] = ("crash", "abandon", "leave",
-                                                                "rejoin", "change"),
-                    join_flavours: Iterable[bool] = (True, False),
-                    allow_failover: bool = True) -> list[tuple[str, Optional[str], bool]]:
+def enabled_actions(
+    rec: RunRecorder,
+    faults: Iterable[str] = ("crash", "abandon", "leave", "rejoin", "change"),
+    join_flavours: Iterable[bool] = (True, False),
+    allow_failover: bool = True,
+) -> list[tuple[str, str | None, bool]]:
     """(name, client, flag) of every spec step the run may take now."""
     faults = set(faults)
-    out: list[tuple[str, Optional[str], bool]] = []
+    out: list[tuple[str, str | None, bool]] = []
     world = rec.world
-    gated = {"ClientCrash": "crash", "ClientAbandon": "abandon", "LeaveGroup": "leave",
-             "ClientRejoin": "rejoin"}
+    gated = {"ClientCrash": "crash", "ClientAbandon": "abandon", "LeaveGroup": "leave", "ClientRejoin": "rejoin"}
     for c in rec.constants.clients:
         phase = world.clients[c].phase
         for name in _BY_PHASE[phase]:
@@ -371,7 +446,7 @@ def enabled_actions(rec: RunRecorder, faults: Iterable[str] = ("crash", "abandon
                 la = {"name": name, "client": ModelValue(c), "flag": flag}
                 if not_enabled(world, la) is None:
                     if name == "JoinGroupUnknownMember" and len(world.ids) >= rec.constants.num_ids:
-                        continue        # the model's id bound
+                        continue  # the model's id bound
                     out.append((name, c, flag))
     if world.timer.size():
         out.append(("fire", None, False))
@@ -386,23 +461,47 @@ def enabled_actions(rec: RunRecorder, faults: Iterable[str] = ("crash", "abandon
 
 
 #: A small model for random runs: three consumers, a group bounded at two, one failover.
-RANDOM_RUN_CONSTANTS = SpecConstants(clients=("c1", "c2", "c3"), num_ids=8, session=4,
-                                     rebalance=2, initial_delay=1, new_member_timeout=6,
-                                     max_group_size=2, max_failovers=1, ms_per_unit=100)
+RANDOM_RUN_CONSTANTS = SpecConstants(
+    clients=("c1", "c2", "c3"),
+    num_ids=8,
+    session=4,
+    rebalance=2,
+    initial_delay=1,
+    new_member_timeout=6,
+    max_group_size=2,
+    max_failovers=1,
+    ms_per_unit=100,
+)
 
 
-def random_run(constants: SpecConstants, steps: int, seed: int, *,
-               coordinator_class: type[GroupCoordinator] = GroupCoordinator,
-               name: Optional[str] = None,
-               weights: Optional[Mapping[str, float]] = None) -> RecordedTrace:
+def random_run(
+    constants: SpecConstants,
+    steps: int,
+    seed: int,
+    *,
+    coordinator_class: type[GroupCoordinator] = GroupCoordinator,
+    name: str | None = None,
+    weights: Mapping[str, float] | None = None,
+) -> RecordedTrace:
     """A run of `steps` spec steps chosen at random among those enabled (seeded)."""
     rng = random.Random(seed)
-    rec = RunRecorder(constants, coordinator_class, name=name or f"random-{seed}",
-                      source=f"random_run(seed={seed})")
-    w = {"fire": 1.5, "advance": 1.0, "GroupUnload": 0.05, "GroupLoad": 2.0,
-         "ClientCrash": 0.05, "ClientAbandon": 0.1, "LeaveGroup": 0.15, "ClientRejoin": 0.2,
-         "ClientRestart": 1.0, "SyncGroupLeader": 3.0, "SyncGroupFollower": 3.0,
-         "Heartbeat": 1.5, "JoinGroupKnownMember": 1.5, "JoinGroupPendingMember": 2.0}
+    rec = RunRecorder(constants, coordinator_class, name=name or f"random-{seed}", source=f"random_run(seed={seed})")
+    w = {
+        "fire": 1.5,
+        "advance": 1.0,
+        "GroupUnload": 0.05,
+        "GroupLoad": 2.0,
+        "ClientCrash": 0.05,
+        "ClientAbandon": 0.1,
+        "LeaveGroup": 0.15,
+        "ClientRejoin": 0.2,
+        "ClientRestart": 1.0,
+        "SyncGroupLeader": 3.0,
+        "SyncGroupFollower": 3.0,
+        "Heartbeat": 1.5,
+        "JoinGroupKnownMember": 1.5,
+        "JoinGroupPendingMember": 2.0,
+    }
     w.update(weights or {})
     k = constants.ms_per_unit
     while len(rec.states) <= steps and rec.stopped is None:
@@ -428,10 +527,12 @@ def random_run(constants: SpecConstants, steps: int, seed: int, *,
 # Scenarios
 # ---------------------------------------------------------------------------------------------
 
+
 def _scenario_unit(scenario: Any, new_member_ms: int) -> int:
     """The largest unit every duration of the scenario is a whole number of (so that every
     deadline is, including those of joins the spec does not model)."""
     from kgc.conformance.scenario import Join, Tick
+
     values = [scenario.config.initial_rebalance_delay_ms, new_member_ms]
     values += [s.ms for s in scenario.steps if isinstance(s, Tick)]
     for s in scenario.steps:
@@ -447,10 +548,10 @@ def scenario_constants(scenario: Any) -> tuple[SpecConstants, str]:
     """The model a scenario runs under (from its first join), and its main group."""
     from kgc.conformance.scenario import Join, Unload
     from kgc.impl.coordinator import GroupConfig
+
     joins = [s for s in scenario.steps if isinstance(s, Join)]
     cfg = scenario.config
-    valid = [j for j in joins
-             if cfg.min_session_timeout_ms <= j.session_timeout_ms <= cfg.max_session_timeout_ms]
+    valid = [j for j in joins if cfg.min_session_timeout_ms <= j.session_timeout_ms <= cfg.max_session_timeout_ms]
     first = valid[0] if valid else joins[0] if joins else None
     group = first.group if first is not None else GROUP_ID
     session = first.session_timeout_ms if first else 10000
@@ -461,22 +562,28 @@ def scenario_constants(scenario: Any) -> tuple[SpecConstants, str]:
     unloads = sum(1 for s in scenario.steps if isinstance(s, Unload) and s.group == group)
     return SpecConstants(
         clients=tuple(f"c{n}" for n in range(1, max(1, unknown) + 1)),
-        num_ids=max(1, unknown), session=session // unit, rebalance=rebalance // unit,
+        num_ids=max(1, unknown),
+        session=session // unit,
+        rebalance=rebalance // unit,
         initial_delay=scenario.config.initial_rebalance_delay_ms // unit,
-        new_member_timeout=new_member_ms // unit, max_group_size=scenario.config.max_group_size,
-        max_failovers=max(1, unloads), ms_per_unit=unit), group
+        new_member_timeout=new_member_ms // unit,
+        max_group_size=scenario.config.max_group_size,
+        max_failovers=max(1, unloads),
+        ms_per_unit=unit,
+    ), group
 
 
-def record_scenario(scenario: Any, coordinator_class: type[GroupCoordinator] = GroupCoordinator
-                    ) -> RecordedTrace:
+def record_scenario(scenario: Any, coordinator_class: type[GroupCoordinator] = GroupCoordinator) -> RecordedTrace:
     """A scenario (conformance.scenario.Scenario) lifted to spec steps and recorded."""
     constants, group = scenario_constants(scenario)
     rec = RunRecorder(constants, coordinator_class, name=scenario.name, source=scenario.file)
     # the scenario's session bounds (World sets wide ones) decide INVALID_SESSION_TIMEOUT
     cfg = rec.world.coordinator.config
     rec.world.coordinator.config = replace(
-        cfg, min_session_timeout_ms=scenario.config.min_session_timeout_ms,
-        max_session_timeout_ms=scenario.config.max_session_timeout_ms)
+        cfg,
+        min_session_timeout_ms=scenario.config.min_session_timeout_ms,
+        max_session_timeout_ms=scenario.config.max_session_timeout_ms,
+    )
     lifter = _ScenarioLifter(rec, scenario, group)
     for index, step in enumerate(scenario.steps):
         if rec.stopped is not None:
@@ -490,14 +597,15 @@ class _ScenarioLifter:
         self.rec = rec
         self.scenario = scenario
         self.group = group
-        self.tokens: dict[str, int] = {}       # scenario request id -> World token
+        self.tokens: dict[str, int] = {}  # scenario request id -> World token
         self.fresh = list(rec.constants.clients)
         self.k = rec.constants
-        self.sent: dict[str, list[tuple[str, str]]] = {}   # client -> protocols it last sent
+        self.sent: dict[str, list[tuple[str, str]]] = {}  # client -> protocols it last sent
 
     # member references ----------------------------------------------------------------------
-    def resolve(self, ref: Any) -> Optional[str]:
+    def resolve(self, ref: Any) -> str | None:
         from kgc.conformance.scenario import Ref
+
         if not isinstance(ref, Ref):
             return ref
         token = self.tokens.get(ref.request_id)
@@ -506,7 +614,7 @@ class _ScenarioLifter:
                 return getattr(p.result, "member_id", "") or ""
         return None
 
-    def client_of(self, member_id: str) -> Optional[str]:
+    def client_of(self, member_id: str) -> str | None:
         for name, view in self.rec.world.clients.items():
             if member_id and view.member == member_id:
                 return name
@@ -514,8 +622,8 @@ class _ScenarioLifter:
 
     # steps ----------------------------------------------------------------------------------
     def run(self, index: int, step: Any) -> None:
-        from kgc.conformance.scenario import (Expect, ExpectState, Heartbeat, Join, Leave, Load,
-                                              Sync, Tick, Unload)
+        from kgc.conformance.scenario import Expect, ExpectState, Heartbeat, Join, Leave, Load, Sync, Tick, Unload
+
         rec = self.rec
         where = f"step {index}"
         if isinstance(step, (Expect, ExpectState)):
@@ -534,9 +642,10 @@ class _ScenarioLifter:
                 rec.step("GroupLoad", origin=f"{where} load")
             else:
                 what = "unload" if isinstance(step, Unload) else "load"
-                rec.outsider(lambda c, _: getattr(c, "on_group_unloaded" if what == "unload"
-                                                  else "on_group_loaded")(GROUP_ID),
-                             f"{where} {what} of a group already {what}ed")
+                rec.outsider(
+                    lambda c, _: getattr(c, "on_group_unloaded" if what == "unload" else "on_group_loaded")(GROUP_ID),
+                    f"{where} {what} of a group already {what}ed",
+                )
             return
         if step.group != self.group:
             rec.skipped.append(f"{where} {type(step).__name__.lower()} {step.id}: group {step.group!r}")
@@ -556,14 +665,24 @@ class _ScenarioLifter:
 
     def _as_outsider(self, where: str, step: Any, member: str, why: str) -> None:
         from kgc.conformance.scenario import Heartbeat, Join, Leave, Sync
+
         origin = f"{where} {type(step).__name__.lower()} {step.id} ({why})"
 
         def send(c: GroupCoordinator, answer: Callable[[Any], None]) -> None:
             if isinstance(step, Join):
-                c.handle_join_group(GROUP_ID, member, step.instance, step.require_known_member,
-                                    step.client, "localhost", step.rebalance_timeout_ms,
-                                    step.session_timeout_ms, step.protocol_type,
-                                    [tuple(p) for p in step.protocols], answer)
+                c.handle_join_group(
+                    GROUP_ID,
+                    member,
+                    step.instance,
+                    step.require_known_member,
+                    step.client,
+                    "localhost",
+                    step.rebalance_timeout_ms,
+                    step.session_timeout_ms,
+                    step.protocol_type,
+                    [tuple(p) for p in step.protocols],
+                    answer,
+                )
             elif isinstance(step, Sync):
                 c.handle_sync_group(GROUP_ID, step.generation, member, None, None, None, {}, answer)
             elif isinstance(step, Heartbeat):
@@ -573,7 +692,7 @@ class _ScenarioLifter:
 
         self.rec.outsider(send, origin)
 
-    def _modelled_join(self, step: Any) -> Optional[str]:
+    def _modelled_join(self, step: Any) -> str | None:
         k = self.k
         if step.instance is not None:
             return "a static member (group.instance.id)"
@@ -595,8 +714,7 @@ class _ScenarioLifter:
                 return
             c = self.fresh.pop(0)
             self.sent[c] = [tuple(p) for p in step.protocols]
-            rec.step("JoinGroupUnknownMember", c, step.require_known_member,
-                     origin=f"{where} join {step.id}")
+            rec.step("JoinGroupUnknownMember", c, step.require_known_member, origin=f"{where} join {step.id}")
             self.tokens[step.id] = rec.world._tokens
             return
         c = self.client_of(member)
@@ -612,8 +730,9 @@ class _ScenarioLifter:
             self._as_outsider(where, step, member, f"its consumer is {view.phase}")
             return
         group = rec.world.group
-        pending = group is not None and member in group.pending_members and \
-            rec.world.coordinator.is_coordinator_for(GROUP_ID)
+        pending = (
+            group is not None and member in group.pending_members and rec.world.coordinator.is_coordinator_for(GROUP_ID)
+        )
         protocols = [tuple(p) for p in step.protocols]
         changed = self.sent.get(c) not in (None, protocols)
         self.sent[c] = protocols
@@ -653,7 +772,7 @@ class _ScenarioLifter:
         self.tokens[step.id] = rec.world._tokens
 
 
-def record_scenario_file(path: Path,
-                         coordinator_class: type[GroupCoordinator] = GroupCoordinator) -> RecordedTrace:
+def record_scenario_file(path: Path, coordinator_class: type[GroupCoordinator] = GroupCoordinator) -> RecordedTrace:
     from kgc.conformance.scenario import load_scenario
+
     return record_scenario(load_scenario(Path(path)), coordinator_class)

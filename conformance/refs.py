@@ -8,7 +8,8 @@ mistake in the scenario, not in the coordinator, so it is a ScenarioError (exit 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from kgc.conformance.scenario import MemberRef, Ref, ScenarioError
 
@@ -23,13 +24,13 @@ def resolve(ref: MemberRef, answered: JoinAnswers, file: str, step: int) -> str:
         return ref
     member_id = answered(ref.request_id)
     if member_id is None:
-        raise ScenarioError(file, step, f"member reference {ref}: join {ref.request_id!r} has "
-                                        "no response yet when it is used")
+        raise ScenarioError(
+            file, step, f"member reference {ref}: join {ref.request_id!r} has no response yet when it is used"
+        )
     return member_id
 
 
-def resolve_all(refs: Iterable[MemberRef], answered: JoinAnswers, file: str,
-                step: int) -> list[str]:
+def resolve_all(refs: Iterable[MemberRef], answered: JoinAnswers, file: str, step: int) -> list[str]:
     return [resolve(r, answered, file, step) for r in refs]
 
 

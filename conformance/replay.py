@@ -10,12 +10,23 @@ that does not hold.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from kgc.conformance import refs
 from kgc.conformance.scenario import (
-    STATE_NAMES, Expect, ExpectState, Heartbeat, Join, Leave, Load, Scenario, Step, Sync, Tick,
+    STATE_NAMES,
+    Expect,
+    ExpectState,
+    Heartbeat,
+    Join,
+    Leave,
+    Load,
+    Scenario,
+    Step,
+    Sync,
+    Tick,
     Unload,
 )
 
@@ -79,13 +90,13 @@ class World:
 
     scenario: Scenario
     observer: Any = None
-    coordinator_class: Any = None       # a GroupCoordinator subclass (seeded bugs); None: the real one
+    coordinator_class: Any = None  # a GroupCoordinator subclass (seeded bugs); None: the real one
     clock: Any = None
     timer: Any = None
     coordinator: Any = None
     requests: dict[str, Step] = field(default_factory=dict)
     responses: dict[str, list[Any]] = field(default_factory=dict)
-    store_path: Any = None              # a file: the group store is a FileGroupStore there
+    store_path: Any = None  # a file: the group store is a FileGroupStore there
 
     def __post_init__(self) -> None:
         # imported here so that the format (scenario.py) is usable without kgc.impl
@@ -106,15 +117,18 @@ class World:
         store = None
         if self.store_path is not None:
             from kgc.impl.durable_store import FileGroupStore
+
             store = FileGroupStore(self.store_path)
-        self.coordinator = cls(config, self.clock, self.timer, store=store,
-                               member_id_seed=MEMBER_ID_SEED, observer=self.observer)
+        self.coordinator = cls(
+            config, self.clock, self.timer, store=store, member_id_seed=MEMBER_ID_SEED, observer=self.observer
+        )
 
     def reopen_store(self) -> None:
         """A `load` on a durable store reads the group back from disk, as a coordinator taking
         the partition over does: the file is closed and recovered, not read from memory."""
         if self.store_path is not None:
             from kgc.impl.durable_store import FileGroupStore
+
             self.coordinator.store.close()
             self.coordinator.store = FileGroupStore(self.store_path)
 
@@ -127,6 +141,7 @@ class World:
     def _callback(self, request_id: str) -> Callable[[Any], None]:
         def deliver(result: Any) -> None:
             self.responses[request_id].append(result)
+
         return deliver
 
     def join_answer(self, request_id: str) -> str | None:
@@ -149,14 +164,22 @@ class World:
             callback = self._callback(step.id)
         c = self.coordinator
         if isinstance(step, Join):
-            c.handle_join_group(step.group, member_id, step.instance, step.require_known_member,
-                                step.client, CLIENT_HOST, step.rebalance_timeout_ms,
-                                step.session_timeout_ms, step.protocol_type,
-                                [tuple(p) for p in step.protocols], callback)
+            c.handle_join_group(
+                step.group,
+                member_id,
+                step.instance,
+                step.require_known_member,
+                step.client,
+                CLIENT_HOST,
+                step.rebalance_timeout_ms,
+                step.session_timeout_ms,
+                step.protocol_type,
+                [tuple(p) for p in step.protocols],
+                callback,
+            )
         elif isinstance(step, Sync):
             assignment = {self.resolve(k, index): v for k, v in step.assignment}
-            c.handle_sync_group(step.group, step.generation, member_id, None, None, None,
-                                assignment, callback)
+            c.handle_sync_group(step.group, step.generation, member_id, None, None, None, assignment, callback)
         elif isinstance(step, Heartbeat):
             c.handle_heartbeat(step.group, member_id, None, step.generation, callback)
         elif isinstance(step, Leave):
@@ -177,8 +200,9 @@ class World:
         checks = step.checks
         what = f"response to {step.request_id!r}"
         if len(delivered) > 1:
-            raise _StepFailed(f"one {what}", f"{len(delivered)} responses: "
-                                             + "; ".join(_describe(r) for r in delivered))
+            raise _StepFailed(
+                f"one {what}", f"{len(delivered)} responses: " + "; ".join(_describe(r) for r in delivered)
+            )
         if "pending" in checks:
             if checks["pending"] and delivered:
                 raise _StepFailed(f"{what} pending", f"delivered: {_describe(delivered[0])}")
@@ -216,8 +240,15 @@ class World:
         is Dead, with nothing in it)."""
         group = self.coordinator.group(group_id)
         if group is None:
-            return {"state": "Dead", "generation": None, "members": [], "leader": None,
-                    "member_count": 0, "pending_count": 0, "protocol": None}
+            return {
+                "state": "Dead",
+                "generation": None,
+                "members": [],
+                "leader": None,
+                "member_count": 0,
+                "pending_count": 0,
+                "protocol": None,
+            }
         return {
             "state": state_name(group.state),
             "generation": group.generation_id,
@@ -287,9 +318,13 @@ def _compare(what: str, expected: dict[str, Any], seen: dict[str, Any], raw: Any
         raise _StepFailed(f"{what} with {exp}", got)
 
 
-def run_scenario(scenario: Scenario, before_step: BeforeStep | None = None,
-                 observer: Any = None, coordinator_class: Any = None,
-                 store_path: Any = None) -> ReplayResult:
+def run_scenario(
+    scenario: Scenario,
+    before_step: BeforeStep | None = None,
+    observer: Any = None,
+    coordinator_class: Any = None,
+    store_path: Any = None,
+) -> ReplayResult:
     """Run every step in order; PASS, or FAIL at the first step that did not hold. Raises
     ScenarioError when a member reference is used before its join has been answered.
     `store_path`: keep group metadata in a FileGroupStore there (kgc replay --durable-store)."""
@@ -316,8 +351,11 @@ def _run_steps(scenario: Scenario, world: World, before_step: BeforeStep | None)
         except refs.ScenarioError:
             raise
         except Exception as e:  # the coordinator broke: that is a failed step, not a bad file
-            return ReplayResult(scenario.name, scenario.file, StepFailure(
-                index, f"{_step_kind(step)} handled", f"{type(e).__name__}: {e}"))
+            return ReplayResult(
+                scenario.name,
+                scenario.file,
+                StepFailure(index, f"{_step_kind(step)} handled", f"{type(e).__name__}: {e}"),
+            )
     return ReplayResult(scenario.name, scenario.file)
 
 

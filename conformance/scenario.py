@@ -12,24 +12,40 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from kgc.spec.jsonfile import InputError, read_json
 
 FORMAT_VERSION = 1
 
 #: Error names the contract lets an `expect` name.
-ERROR_NAMES: frozenset[str] = frozenset({
-    "NONE", "UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS",
-    "INCONSISTENT_GROUP_PROTOCOL", "INVALID_SESSION_TIMEOUT", "MEMBER_ID_REQUIRED",
-    "GROUP_MAX_SIZE_REACHED", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR",
-    "INVALID_GROUP_ID", "UNKNOWN_SERVER_ERROR",
-})
+ERROR_NAMES: frozenset[str] = frozenset(
+    {
+        "NONE",
+        "UNKNOWN_MEMBER_ID",
+        "ILLEGAL_GENERATION",
+        "REBALANCE_IN_PROGRESS",
+        "INCONSISTENT_GROUP_PROTOCOL",
+        "INVALID_SESSION_TIMEOUT",
+        "MEMBER_ID_REQUIRED",
+        "GROUP_MAX_SIZE_REACHED",
+        "COORDINATOR_NOT_AVAILABLE",
+        "NOT_COORDINATOR",
+        "INVALID_GROUP_ID",
+        "UNKNOWN_SERVER_ERROR",
+    }
+)
 
 #: Group states an `expect_state` may name (Kafka's GroupState names).
-STATE_NAMES: frozenset[str] = frozenset({
-    "Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead",
-})
+STATE_NAMES: frozenset[str] = frozenset(
+    {
+        "Empty",
+        "PreparingRebalance",
+        "CompletingRebalance",
+        "Stable",
+        "Dead",
+    }
+)
 
 #: The contract's defaults. initial_rebalance_delay_ms is 0 here, unlike the broker's 3000, so
 #: that a scenario only waits for the initial delay when it says so.
@@ -66,7 +82,7 @@ class Ref:
 
 
 #: A member reference as written: a literal member id, or a Ref to a join's response.
-MemberRef = Union[str, Ref]
+MemberRef = str | Ref
 
 
 @dataclass(frozen=True)
@@ -130,8 +146,8 @@ class Load:
     group: str
 
 
-Request = Union[Join, Sync, Heartbeat, Leave]
-Action = Union[Join, Sync, Heartbeat, Leave, Tick, Unload, Load]
+Request = Join | Sync | Heartbeat | Leave
+Action = Join | Sync | Heartbeat | Leave | Tick | Unload | Load
 
 
 @dataclass(frozen=True)
@@ -150,7 +166,7 @@ class ExpectState:
     checks: dict[str, Any] = field(default_factory=dict)
 
 
-Step = Union[Action, Expect, ExpectState]
+Step = Action | Expect | ExpectState
 
 
 @dataclass(frozen=True)
@@ -234,18 +250,29 @@ def _check_keys(obj: dict[str, Any], required: set[str], optional: set[str], wha
 
 
 def _parse_join(s: dict[str, Any]) -> Join:
-    _check_keys(s, {"do", "id", "group"}, {
-        "member", "client", "instance", "session_timeout_ms", "rebalance_timeout_ms",
-        "protocol_type", "protocols", "require_known_member"}, "a `join`")
+    _check_keys(
+        s,
+        {"do", "id", "group"},
+        {
+            "member",
+            "client",
+            "instance",
+            "session_timeout_ms",
+            "rebalance_timeout_ms",
+            "protocol_type",
+            "protocols",
+            "require_known_member",
+        },
+        "a `join`",
+    )
     session = _int(s, "session_timeout_ms") if "session_timeout_ms" in s else 10000
     protocols: tuple[tuple[str, str], ...] = (("range", ""),)
     if "protocols" in s:
         raw = s["protocols"]
         if not isinstance(raw, list) or not all(
-                isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
-                for p in raw):
-            raise _Invalid("`protocols` must be a list of [name, metadata] string pairs, "
-                           f"got {json.dumps(raw)}")
+            isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in raw
+        ):
+            raise _Invalid(f"`protocols` must be a list of [name, metadata] string pairs, got {json.dumps(raw)}")
         protocols = tuple((p[0], p[1]) for p in raw)
     return Join(
         id=_str(s, "id"),
@@ -254,12 +281,10 @@ def _parse_join(s: dict[str, Any]) -> Join:
         client=_str(s, "client") if "client" in s else "client",
         instance=_opt_str(s, "instance") if "instance" in s else None,
         session_timeout_ms=session,
-        rebalance_timeout_ms=(_int(s, "rebalance_timeout_ms")
-                              if "rebalance_timeout_ms" in s else session),
+        rebalance_timeout_ms=(_int(s, "rebalance_timeout_ms") if "rebalance_timeout_ms" in s else session),
         protocol_type=_str(s, "protocol_type") if "protocol_type" in s else "consumer",
         protocols=protocols,
-        require_known_member=(_bool(s, "require_known_member")
-                              if "require_known_member" in s else False),
+        require_known_member=(_bool(s, "require_known_member") if "require_known_member" in s else False),
     )
 
 
@@ -276,21 +301,28 @@ def _parse_sync(s: dict[str, Any]) -> Sync:
                 raise _Invalid(f"`assignment` value for {k!r} must be a string, got {json.dumps(v)}")
             pairs.append((_member_ref(k, "`assignment` key"), v))
         assignment = tuple(pairs)
-    return Sync(id=_str(s, "id"), group=_str(s, "group"),
-                member=_member_ref(s["member"], "`member`"),
-                generation=_int(s, "generation"), assignment=assignment)
+    return Sync(
+        id=_str(s, "id"),
+        group=_str(s, "group"),
+        member=_member_ref(s["member"], "`member`"),
+        generation=_int(s, "generation"),
+        assignment=assignment,
+    )
 
 
 def _parse_heartbeat(s: dict[str, Any]) -> Heartbeat:
     _check_keys(s, {"do", "id", "group", "member", "generation"}, set(), "a `heartbeat`")
-    return Heartbeat(id=_str(s, "id"), group=_str(s, "group"),
-                     member=_member_ref(s["member"], "`member`"), generation=_int(s, "generation"))
+    return Heartbeat(
+        id=_str(s, "id"),
+        group=_str(s, "group"),
+        member=_member_ref(s["member"], "`member`"),
+        generation=_int(s, "generation"),
+    )
 
 
 def _parse_leave(s: dict[str, Any]) -> Leave:
     _check_keys(s, {"do", "id", "group", "member"}, set(), "a `leave`")
-    return Leave(id=_str(s, "id"), group=_str(s, "group"),
-                 member=_member_ref(s["member"], "`member`"))
+    return Leave(id=_str(s, "id"), group=_str(s, "group"), member=_member_ref(s["member"], "`member`"))
 
 
 def _parse_tick(s: dict[str, Any]) -> Tick:
@@ -309,8 +341,13 @@ def _parse_load(s: dict[str, Any]) -> Load:
 
 
 _ACTIONS = {
-    "join": _parse_join, "sync": _parse_sync, "heartbeat": _parse_heartbeat,
-    "leave": _parse_leave, "tick": _parse_tick, "unload": _parse_unload, "load": _parse_load,
+    "join": _parse_join,
+    "sync": _parse_sync,
+    "heartbeat": _parse_heartbeat,
+    "leave": _parse_leave,
+    "tick": _parse_tick,
+    "unload": _parse_unload,
+    "load": _parse_load,
 }
 
 #: Which `expect` keys apply to which request: a key that cannot be checked against that kind
@@ -355,8 +392,7 @@ def _parse_expect(s: dict[str, Any]) -> Expect:
     return Expect(request_id=request_id, checks=checks)
 
 
-_STATE_KEYS = {"state", "generation", "members", "leader", "member_count", "pending_count",
-               "protocol"}
+_STATE_KEYS = {"state", "generation", "members", "leader", "member_count", "pending_count", "protocol"}
 
 
 def _parse_expect_state(s: dict[str, Any]) -> ExpectState:
@@ -447,8 +483,7 @@ def _parse_config(file: str, raw: Any) -> ScenarioConfig:
         raise ScenarioError(file, None, f"unknown `config` key(s) {', '.join(unknown)}")
     values: dict[str, Any] = {}
     try:
-        for key in ("min_session_timeout_ms", "max_session_timeout_ms",
-                    "initial_rebalance_delay_ms"):
+        for key in ("min_session_timeout_ms", "max_session_timeout_ms", "initial_rebalance_delay_ms"):
             if key in raw:
                 values[key] = _int(raw, key, minimum=0)
         if "max_group_size" in raw and raw["max_group_size"] is not None:
@@ -487,24 +522,22 @@ def check_references(file: str, steps: tuple[Step, ...]) -> None:
             if target is None:
                 later = any(_request_id(s) == ref.request_id for s in steps[index:])
                 why = "is sent only later, so it has no response yet" if later else "does not exist"
-                raise ScenarioError(file, index, f"member reference {ref}: request "
-                                                 f"{ref.request_id!r} {why}")
+                raise ScenarioError(file, index, f"member reference {ref}: request {ref.request_id!r} {why}")
             if not isinstance(target, Join):
-                raise ScenarioError(file, index, f"member reference {ref}: request "
-                                                 f"{ref.request_id!r} is not a join")
+                raise ScenarioError(file, index, f"member reference {ref}: request {ref.request_id!r} is not a join")
         if isinstance(step, Expect):
             if step.request_id not in sent:
                 later = any(_request_id(s) == step.request_id for s in steps[index:])
                 why = "is sent only in a later step" if later else "does not exist"
-                raise ScenarioError(file, index, f"`expect` names request {step.request_id!r} "
-                                                 f"which {why}")
+                raise ScenarioError(file, index, f"`expect` names request {step.request_id!r} which {why}")
             target = sent[step.request_id]
             allowed = _EXPECT_KEYS[type(target)]
             wrong = sorted(set(step.checks) - allowed)
             if wrong:
                 kind = type(target).__name__.lower()
-                raise ScenarioError(file, index, f"key(s) {', '.join(wrong)} cannot be checked "
-                                                 f"on the response to a `{kind}`")
+                raise ScenarioError(
+                    file, index, f"key(s) {', '.join(wrong)} cannot be checked on the response to a `{kind}`"
+                )
         request_id = _request_id(step)
         if request_id is not None:
             if request_id in sent:
@@ -521,13 +554,13 @@ def parse_scenario(data: Any, file: str) -> Scenario:
         raise ScenarioError(file, None, "a scenario must be a JSON object")
     known_dupes = sorted(set(getattr(data, "duplicates", [])) & _TOP_LEVEL_KEYS)
     if known_dupes:  # unknown top-level keys are ignored, even when repeated
-        raise ScenarioError(file, None, f"key(s) {', '.join(known_dupes)} written twice "
-                                        "in the top level")
+        raise ScenarioError(file, None, f"key(s) {', '.join(known_dupes)} written twice in the top level")
     if "format" not in data:
         raise ScenarioError(file, None, "missing required key `format`")
     if not _is_int(data["format"]) or data["format"] != FORMAT_VERSION:
-        raise ScenarioError(file, None, f"unsupported `format` {json.dumps(data['format'])} "
-                                        f"(this reader knows format {FORMAT_VERSION})")
+        raise ScenarioError(
+            file, None, f"unsupported `format` {json.dumps(data['format'])} (this reader knows format {FORMAT_VERSION})"
+        )
     if "steps" not in data:
         raise ScenarioError(file, None, "missing required key `steps`")
     name = data.get("name", Path(file).stem)
@@ -554,8 +587,7 @@ def loads_scenario(text: str, file: str = "<string>") -> Scenario:
     try:
         data = json.loads(text, object_pairs_hook=_object_pairs, parse_constant=_reject_constant)
     except json.JSONDecodeError as e:
-        raise ScenarioError(file, None, f"invalid JSON at line {e.lineno} column {e.colno}: "
-                                        f"{e.msg}") from None
+        raise ScenarioError(file, None, f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
     except ValueError as e:
         raise ScenarioError(file, None, f"invalid JSON: {e}") from None
     except RecursionError:

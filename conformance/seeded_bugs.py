@@ -10,10 +10,18 @@ that spec model, as far as the implementation's code allows.
 from __future__ import annotations
 
 import os
-from typing import Callable, Optional
+from collections.abc import Callable
 
-from kgc.impl.coordinator import (UNKNOWN_MEMBER_ID, CompletingRebalance, Dead, Empty,
-                                  GroupCoordinator, JoinGroupResult, PreparingRebalance, Stable)
+from kgc.impl.coordinator import (
+    UNKNOWN_MEMBER_ID,
+    CompletingRebalance,
+    Dead,
+    Empty,
+    GroupCoordinator,
+    JoinGroupResult,
+    PreparingRebalance,
+    Stable,
+)
 from kgc.impl.delayed import GroupJoinKey
 from kgc.impl.errors import Errors
 from kgc.impl.group import GroupMetadata, MemberMetadata
@@ -28,19 +36,30 @@ class SyncInPreparingRebalance(GroupCoordinator):
     """A SyncGroup that arrives while the group prepares a rebalance is parked, as if the
     group were CompletingRebalance, instead of answered REBALANCE_IN_PROGRESS."""
 
-    def _sync_group(self, group_id: str, generation: int, member_id: str,
-                    protocol_type: Optional[str], protocol_name: Optional[str],
-                    group_instance_id: Optional[str], assignment: dict[str, str],
-                    respond: Callable) -> None:
+    def _sync_group(
+        self,
+        group_id: str,
+        generation: int,
+        member_id: str,
+        protocol_type: str | None,
+        protocol_name: str | None,
+        group_instance_id: str | None,
+        assignment: dict[str, str],
+        respond: Callable,
+    ) -> None:
         group = self._groups.get(group_id)
-        if (group is not None and group.is_(PreparingRebalance)
-                and self._validate_group_status(group_id) is None
-                and self._validate_sync_group(group, generation, member_id, protocol_type,
-                                              protocol_name, group_instance_id) is None):
+        if (
+            group is not None
+            and group.is_(PreparingRebalance)
+            and self._validate_group_status(group_id) is None
+            and self._validate_sync_group(group, generation, member_id, protocol_type, protocol_name, group_instance_id)
+            is None
+        ):
             group.get(member_id).awaiting_sync_callback = respond
             return
-        super()._sync_group(group_id, generation, member_id, protocol_type, protocol_name,
-                            group_instance_id, assignment, respond)
+        super()._sync_group(
+            group_id, generation, member_id, protocol_type, protocol_name, group_instance_id, assignment, respond
+        )
 
 
 class GenerationNotBumped(GroupCoordinator):
@@ -48,21 +67,21 @@ class GenerationNotBumped(GroupCoordinator):
 
     def on_complete_join(self, group: GroupMetadata) -> None:
         if not group.is_(Dead):
-            group.generation_id -= 1     # init_next_generation's += 1 brings it back
+            group.generation_id -= 1  # init_next_generation's += 1 brings it back
         super().on_complete_join(group)
 
 
 class LeaderNotReassigned(GroupCoordinator):
     """When the leader leaves (LeaveGroup, session or join timeout), leaderId keeps naming it."""
 
-    def _remove_member_and_update_group(self, group: GroupMetadata,
-                                        member: MemberMetadata) -> None:
+    def _remove_member_and_update_group(self, group: GroupMetadata, member: MemberMetadata) -> None:
         group.maybe_invoke_join_callback(
-            member, JoinGroupResult.error_result(UNKNOWN_MEMBER_ID, Errors.UNKNOWN_MEMBER_ID))
+            member, JoinGroupResult.error_result(UNKNOWN_MEMBER_ID, Errors.UNKNOWN_MEMBER_ID)
+        )
         leader = group.leader_id
         group.remove(member.member_id)
         if leader == member.member_id:
-            group.leader_id = leader                      # the seeded defect
+            group.leader_id = leader  # the seeded defect
         state = group.state
         if state in (Stable, CompletingRebalance):
             self._maybe_prepare_rebalance(group)
@@ -73,8 +92,7 @@ class LeaderNotReassigned(GroupCoordinator):
 class SessionExpiryKeepsMember(GroupCoordinator):
     """A member whose session timeout expires stays in the group (pending members still go)."""
 
-    def on_expire_heartbeat(self, group: GroupMetadata, member_id: str,
-                            is_pending: bool) -> None:
+    def on_expire_heartbeat(self, group: GroupMetadata, member_id: str, is_pending: bool) -> None:
         if is_pending:
             super().on_expire_heartbeat(group, member_id, is_pending)
 
@@ -94,8 +112,7 @@ class RebalanceTimeoutKeepsMember(GroupCoordinator):
             self.store.store_group(StoredGroup.of(group, {}), lambda error: None)
             return
         for member in group.all_member_metadata():
-            result = self._current_join_result(group, member.member_id,
-                                               with_members=group.is_leader(member.member_id))
+            result = self._current_join_result(group, member.member_id, with_members=group.is_leader(member.member_id))
             group.maybe_invoke_join_callback(member, result)
             self._complete_and_schedule_next_heartbeat_expiration(group, member)
             member.is_new = False
@@ -114,7 +131,7 @@ BUGS: dict[str, type[GroupCoordinator]] = {
 }
 
 
-def coordinator_class(name: Optional[str]) -> type[GroupCoordinator]:
+def coordinator_class(name: str | None) -> type[GroupCoordinator]:
     """The coordinator with seeded defect `name` (None or "" or "none": the real one)."""
     key = name or "none"
     if key not in BUGS:

@@ -24,48 +24,81 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
-from hypothesis import HealthCheck, Phase, settings, strategies as st, target
-from hypothesis.stateful import (RuleBasedStateMachine, initialize, invariant, precondition, rule,
-                                 run_state_machine_as_test)
+from hypothesis import HealthCheck, Phase, settings, target
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
 from kgc.conformance.abstraction import GROUP_ID, SpecConstants
 from kgc.conformance.properties import PropertyReport, check_state, check_step
 from kgc.conformance.recorder import CLIENT_ACTIONS, RunRecorder, enabled_actions
 from kgc.impl.coordinator import GroupCoordinator, LeaveMemberIdentity
 
-__all__ = ["DEFAULT_CONSTANTS", "CoordinatorMachine", "FuzzResult", "PropertyViolation",
-           "fuzz", "machine_for", "save_scenario", "scenario_from_log"]
+__all__ = [
+    "DEFAULT_CONSTANTS",
+    "CoordinatorMachine",
+    "FuzzResult",
+    "PropertyViolation",
+    "fuzz",
+    "machine_for",
+    "save_scenario",
+    "scenario_from_log",
+]
 
 #: Small enough that rebalances, expiries and the group size bound come up within a few steps.
 #: NewMemberJoinTimeoutMs stays Kafka's 300 s: scenario files have no setting for it, and a
 #: failing example must replay under `kgc replay`'s configuration.
 #: A rebalance timeout shorter than the session timeout lets a member that does not rejoin
 #: still be there when the join phase ends (else its session expires first).
-DEFAULT_CONSTANTS = SpecConstants(clients=("c1", "c2", "c3"), num_ids=8, session=4, rebalance=2,
-                                  initial_delay=1, new_member_timeout=3000, max_group_size=2,
-                                  max_failovers=2, ms_per_unit=100)
+DEFAULT_CONSTANTS = SpecConstants(
+    clients=("c1", "c2", "c3"),
+    num_ids=8,
+    session=4,
+    rebalance=2,
+    initial_delay=1,
+    new_member_timeout=3000,
+    max_group_size=2,
+    max_failovers=2,
+    ms_per_unit=100,
+)
 
 PROFILES = {"ci": "kgc-ci", "deep": "kgc-deep"}
 settings.register_profile(
-    PROFILES["ci"], max_examples=100, stateful_step_count=40, deadline=None, database=None,
-    derandomize=True, suppress_health_check=list(HealthCheck), print_blob=False,
-    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target])
+    PROFILES["ci"],
+    max_examples=100,
+    stateful_step_count=40,
+    deadline=None,
+    database=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
+    print_blob=False,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target],
+)
 settings.register_profile(
-    PROFILES["deep"], max_examples=2000, stateful_step_count=60, deadline=None, database=None,
-    suppress_health_check=list(HealthCheck))
+    PROFILES["deep"],
+    max_examples=2000,
+    stateful_step_count=60,
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
 
 
-_WEIGHT = {"ClientCrash": 1, "ClientAbandon": 1, "LeaveGroup": 1, "ClientRejoin": 1,
-           "ClientRestart": 2}
+_WEIGHT = {"ClientCrash": 1, "ClientAbandon": 1, "LeaveGroup": 1, "ClientRejoin": 1, "ClientRestart": 2}
 
 
 class PropertyViolation(AssertionError):
     """A spec property failed on the implementation; `scenario` is where it was saved."""
 
-    def __init__(self, message: str, report: PropertyReport, step: int,
-                 scenario: Optional[Path]) -> None:
+    def __init__(self, message: str, report: PropertyReport, step: int, scenario: Path | None) -> None:
         super().__init__(message)
         self.report = report
         self.step = step
@@ -85,27 +118,44 @@ class _RequestLog:
 
     def on_request(self, kind: str, group_id: str, args: dict) -> None:
         if kind == "join":
-            self.steps.append({
-                "do": "join", "id": self._id("join"), "group": group_id,
-                "member": args["member_id"], "client": args["client_id"],
-                "session_timeout_ms": args["session_timeout_ms"],
-                "rebalance_timeout_ms": args["rebalance_timeout_ms"],
-                "protocol_type": args["protocol_type"],
-                "protocols": [list(p) for p in args["protocols"]],
-                "require_known_member": args["require_known_member"]})
+            self.steps.append(
+                {
+                    "do": "join",
+                    "id": self._id("join"),
+                    "group": group_id,
+                    "member": args["member_id"],
+                    "client": args["client_id"],
+                    "session_timeout_ms": args["session_timeout_ms"],
+                    "rebalance_timeout_ms": args["rebalance_timeout_ms"],
+                    "protocol_type": args["protocol_type"],
+                    "protocols": [list(p) for p in args["protocols"]],
+                    "require_known_member": args["require_known_member"],
+                }
+            )
         elif kind == "sync":
-            step = {"do": "sync", "id": self._id("sync"), "group": group_id,
-                    "member": args["member_id"], "generation": args["generation"]}
+            step = {
+                "do": "sync",
+                "id": self._id("sync"),
+                "group": group_id,
+                "member": args["member_id"],
+                "generation": args["generation"],
+            }
             if args["group_assignment"]:
                 step["assignment"] = dict(args["group_assignment"])
             self.steps.append(step)
         elif kind == "heartbeat":
-            self.steps.append({"do": "heartbeat", "id": self._id("heartbeat"), "group": group_id,
-                               "member": args["member_id"], "generation": args["generation_id"]})
+            self.steps.append(
+                {
+                    "do": "heartbeat",
+                    "id": self._id("heartbeat"),
+                    "group": group_id,
+                    "member": args["member_id"],
+                    "generation": args["generation_id"],
+                }
+            )
         elif kind == "leave":
             for m in args["leaving_members"]:
-                self.steps.append({"do": "leave", "id": self._id("leave"), "group": group_id,
-                                   "member": m.member_id})
+                self.steps.append({"do": "leave", "id": self._id("leave"), "group": group_id, "member": m.member_id})
         elif kind in ("unload", "load"):
             self.steps.append({"do": kind, "group": group_id})
 
@@ -115,7 +165,7 @@ class _RequestLog:
     def on_response(self, kind: str, group_id: str, result: object) -> None:
         pass
 
-    def on_timer(self, kind: str, group_id: str, member_id: Optional[str]) -> None:
+    def on_timer(self, kind: str, group_id: str, member_id: str | None) -> None:
         pass
 
     def on_transition(self, group_id: str, old: Any, new: Any) -> None:
@@ -128,18 +178,19 @@ class CoordinatorMachine(RuleBasedStateMachine):
 
     constants: SpecConstants = DEFAULT_CONSTANTS
     coordinator_class: type[GroupCoordinator] = GroupCoordinator
-    save_dir: Optional[Path] = None
-    on_example: Optional[Callable[[], None]] = None
-    steps_run = 0          # steps checked by every instance of this class (kgc fuzz's count)
-    last_violation: Optional["PropertyViolation"] = None   # the latest (most shrunk) found
+    save_dir: Path | None = None
+    on_example: Callable[[], None] | None = None
+    steps_run = 0  # steps checked by every instance of this class (kgc fuzz's count)
+    last_violation: PropertyViolation | None = None  # the latest (most shrunk) found
 
     def __init__(self) -> None:
         super().__init__()
         if self.on_example is not None:
-            type(self).on_example()          # type: ignore[misc]
+            type(self).on_example()  # type: ignore[misc]
         self.log = _RequestLog()
-        self.rec = RunRecorder(self.constants, self.coordinator_class, name="hypothesis",
-                               lenient=True, observer=self.log)
+        self.rec = RunRecorder(
+            self.constants, self.coordinator_class, name="hypothesis", lenient=True, observer=self.log
+        )
         self.checked = 1
         self.fullest = 0
         self.weights: dict[str, int] = dict(_WEIGHT)
@@ -147,7 +198,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
         self._check(None, self.rec.states[0])
 
     # -- checking -----------------------------------------------------------------------------
-    def _check(self, before: Optional[dict[str, Any]], after: dict[str, Any]) -> None:
+    def _check(self, before: dict[str, Any] | None, after: dict[str, Any]) -> None:
         if before is not None:
             type(self).steps_run += 1
         pk = self.k.properties_constants()
@@ -158,17 +209,20 @@ class CoordinatorMachine(RuleBasedStateMachine):
             if self.save_dir is not None:
                 name = "-".join(sorted(report.violations))
                 path = Path(self.save_dir) / f"hypothesis-{name}.json"
-                note = (f"Hypothesis (kgc.conformance.stateful): {report} after step {step} "
-                        f"({self.rec.origins[-1]}) of {self.coordinator_class.__name__}")
+                note = (
+                    f"Hypothesis (kgc.conformance.stateful): {report} after step {step} "
+                    f"({self.rec.origins[-1]}) of {self.coordinator_class.__name__}"
+                )
                 try:
                     save_scenario(path, self.log.steps, self.k, note=note)
                 except OSError as err:
                     # Found and not savable (disk full, folder gone): print it rather than lose it.
-                    sys.stderr.write(f"kgc: cannot save the failing scenario to {path} ({err.strerror or err}); "
-                                     "here it is:\n" + json.dumps(scenario_from_log(self.log.steps, self.k, note)) + "\n")
+                    sys.stderr.write(
+                        f"kgc: cannot save the failing scenario to {path} ({err.strerror or err}); "
+                        "here it is:\n" + json.dumps(scenario_from_log(self.log.steps, self.k, note)) + "\n"
+                    )
                     path = None
-            violation = PropertyViolation(f"after step {step} ({self.rec.origins[-1]}): {report}",
-                                          report, step, path)
+            violation = PropertyViolation(f"after step {step} ({self.rec.origins[-1]}): {report}", report, step, path)
             type(self).last_violation = violation
             raise violation
 
@@ -177,11 +231,15 @@ class CoordinatorMachine(RuleBasedStateMachine):
         """Swarm testing: each example gives every kind of consumer step its own weight (0:
         never), so some runs linger where others hurry (a consumer that holds its SyncGroup
         back, one that never heartbeats), which uniform choices rarely produce."""
-        self.weights = {name: data.draw(st.sampled_from([3, 1, 0, 6]), label=name)
-                        for name in sorted(_WEIGHT) + sorted(set(CLIENT_ACTIONS) - set(_WEIGHT))}
+        self.weights = {
+            name: data.draw(st.sampled_from([3, 1, 0, 6]), label=name)
+            for name in sorted(_WEIGHT) + sorted(set(CLIENT_ACTIONS) - set(_WEIGHT))
+        }
         most = min(len(self.k.clients), self.k.max_group_size or len(self.k.clients))
-        self._warm_start(data.draw(st.integers(0, most), label="formed members"),
-                         data.draw(st.booleans(), label="with requireKnownMemberId"))
+        self._warm_start(
+            data.draw(st.integers(0, most), label="formed members"),
+            data.draw(st.booleans(), label="with requireKnownMemberId"),
+        )
 
     def _warm_start(self, n: int, rk: bool) -> None:
         """Start from a formed, Stable generation of the first n consumers (0: an empty
@@ -273,8 +331,11 @@ class CoordinatorMachine(RuleBasedStateMachine):
     def short_tick(self, units: int) -> None:
         self._tick(units)
 
-    @precondition(lambda self: self.rec.world.coordinator.is_coordinator_for(GROUP_ID)
-                  and self.rec.world.failovers < self.k.max_failovers)
+    @precondition(
+        lambda self: (
+            self.rec.world.coordinator.is_coordinator_for(GROUP_ID) and self.rec.world.failovers < self.k.max_failovers
+        )
+    )
     @rule()
     def unload(self) -> None:
         self.rec.step("GroupUnload")
@@ -298,8 +359,11 @@ class CoordinatorMachine(RuleBasedStateMachine):
         seen = [world.ids.impl(n) for n in range(1, len(world.ids) + 1)]
         return ["unknown-member"] + [m for m in seen if current_too or m not in live]
 
-    @rule(data=st.data(), kind=st.sampled_from(["join", "sync", "heartbeat", "leave"]),
-          generation_offset=st.sampled_from([0, -1, 1]))
+    @rule(
+        data=st.data(),
+        kind=st.sampled_from(["join", "sync", "heartbeat", "leave"]),
+        generation_offset=st.sampled_from([0, -1, 1]),
+    )
     def stray_request(self, data: st.DataObject, kind: str, generation_offset: int) -> None:
         """A request under a member id the group does not have, or with a generation next to
         the group's: zombie consumers, duplicates, late retries."""
@@ -312,9 +376,19 @@ class CoordinatorMachine(RuleBasedStateMachine):
 
         def send(c: GroupCoordinator, answer: Callable[[Any], None]) -> None:
             if kind == "join":
-                c.handle_join_group(GROUP_ID, member, None, False, "stray", "localhost",
-                                    k.ms(k.rebalance), k.ms(k.session), "consumer", protocols,
-                                    answer)
+                c.handle_join_group(
+                    GROUP_ID,
+                    member,
+                    None,
+                    False,
+                    "stray",
+                    "localhost",
+                    k.ms(k.rebalance),
+                    k.ms(k.session),
+                    "consumer",
+                    protocols,
+                    answer,
+                )
             elif kind == "sync":
                 c.handle_sync_group(GROUP_ID, generation, member, None, None, None, {}, answer)
             elif kind == "heartbeat":
@@ -332,45 +406,79 @@ class CoordinatorMachine(RuleBasedStateMachine):
         k = self.k
 
         def send(c: GroupCoordinator, answer: Callable[[Any], None]) -> None:
-            c.handle_join_group(GROUP_ID, member, None, False, "stray", "localhost",
-                                k.ms(k.rebalance), session_ms, "consumer", [("range", "x")],
-                                answer)
+            c.handle_join_group(
+                GROUP_ID,
+                member,
+                None,
+                False,
+                "stray",
+                "localhost",
+                k.ms(k.rebalance),
+                session_ms,
+                "consumer",
+                [("range", "x")],
+                answer,
+            )
 
         self.rec.request("join", send, member, f"join({member!r}, session {session_ms} ms)")
 
 
-def machine_for(coordinator_class: type[GroupCoordinator] = GroupCoordinator, *,
-                constants: SpecConstants = DEFAULT_CONSTANTS, save_dir: Optional[Path] = None,
-                on_example: Optional[Callable[[], None]] = None) -> type[CoordinatorMachine]:
+def machine_for(
+    coordinator_class: type[GroupCoordinator] = GroupCoordinator,
+    *,
+    constants: SpecConstants = DEFAULT_CONSTANTS,
+    save_dir: Path | None = None,
+    on_example: Callable[[], None] | None = None,
+) -> type[CoordinatorMachine]:
     """A CoordinatorMachine subclass bound to one coordinator class."""
-    return type(f"{coordinator_class.__name__}Machine", (CoordinatorMachine,), {
-        "coordinator_class": coordinator_class, "constants": constants, "save_dir": save_dir,
-        "on_example": staticmethod(on_example) if on_example is not None else None})
+    return type(
+        f"{coordinator_class.__name__}Machine",
+        (CoordinatorMachine,),
+        {
+            "coordinator_class": coordinator_class,
+            "constants": constants,
+            "save_dir": save_dir,
+            "on_example": staticmethod(on_example) if on_example is not None else None,
+        },
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Failing examples as scenario files
 # ---------------------------------------------------------------------------------------------
 
-def scenario_from_log(steps: Sequence[dict[str, Any]], constants: SpecConstants,
-                      note: str = "",
-                      reference: type[GroupCoordinator] = GroupCoordinator) -> dict[str, Any]:
+
+def scenario_from_log(
+    steps: Sequence[dict[str, Any]],
+    constants: SpecConstants,
+    note: str = "",
+    reference: type[GroupCoordinator] = GroupCoordinator,
+) -> dict[str, Any]:
     """The logged requests as a scenario, with expectations from running them on `reference`
     (the unmodified coordinator by default): after every step, the response of each request
     answered in it and the group's state. Member ids are written literally: replay generates
     the same ids (member-id seed 0, same client ids, same order)."""
     from kgc.conformance.replay import World, _response_fields
-    from kgc.conformance.scenario import parse_step, Scenario, ScenarioConfig
+    from kgc.conformance.scenario import Scenario, ScenarioConfig, parse_step
 
     k = constants
-    cfg = {"min_session_timeout_ms": 1, "max_session_timeout_ms": max(k.ms(k.session), 1800000),
-           "initial_rebalance_delay_ms": k.ms(k.initial_delay),
-           "max_group_size": k.max_group_size}
-    scenario = Scenario(name="hypothesis", source=note, config=ScenarioConfig(**cfg),
-                        steps=tuple(parse_step(s) for s in steps), file="<hypothesis>")
+    cfg = {
+        "min_session_timeout_ms": 1,
+        "max_session_timeout_ms": max(k.ms(k.session), 1800000),
+        "initial_rebalance_delay_ms": k.ms(k.initial_delay),
+        "max_group_size": k.max_group_size,
+    }
+    scenario = Scenario(
+        name="hypothesis",
+        source=note,
+        config=ScenarioConfig(**cfg),
+        steps=tuple(parse_step(s) for s in steps),
+        file="<hypothesis>",
+    )
     import kgc.impl.coordinator as impl_coordinator
+
     saved = impl_coordinator.GroupCoordinator
-    impl_coordinator.GroupCoordinator = reference      # replay.World builds this class
+    impl_coordinator.GroupCoordinator = reference  # replay.World builds this class
     try:
         world = World(scenario)
     finally:
@@ -387,8 +495,7 @@ def scenario_from_log(steps: Sequence[dict[str, Any]], constants: SpecConstants,
             seen = _response_fields(world.requests[rid], results[0])
             check = {"expect": rid, "error": seen["error"]}
             if raw_kind(world.requests[rid]) == "join" and seen["error"] == "NONE":
-                check.update(generation=seen["generation"], leader=seen["leader"],
-                             members=seen["members"])
+                check.update(generation=seen["generation"], leader=seen["leader"], members=seen["members"])
             if raw_kind(world.requests[rid]) == "sync" and seen["error"] == "NONE":
                 check["assignment"] = seen["assignment"]
             out.append(check)
@@ -397,22 +504,26 @@ def scenario_from_log(steps: Sequence[dict[str, Any]], constants: SpecConstants,
             if rid == raw.get("id"):
                 out.append({"expect": rid, "pending": True})
         view = world.group_view(GROUP_ID)
-        out.append({"expect_state": GROUP_ID, "state": view["state"],
-                    "generation": view["generation"] if view["state"] != "Dead" else None,
-                    "members": view["members"], "leader": view["leader"],
-                    "pending_count": view["pending_count"]})
+        out.append(
+            {
+                "expect_state": GROUP_ID,
+                "state": view["state"],
+                "generation": view["generation"] if view["state"] != "Dead" else None,
+                "members": view["members"],
+                "leader": view["leader"],
+                "pending_count": view["pending_count"],
+            }
+        )
         if view["state"] == "Dead":
             out[-1].pop("generation")
-    return {"format": 1, "name": "hypothesis-counterexample", "source": note,
-            "config": cfg, "steps": out}
+    return {"format": 1, "name": "hypothesis-counterexample", "source": note, "config": cfg, "steps": out}
 
 
 def raw_kind(step: Any) -> str:
     return type(step).__name__.lower()
 
 
-def save_scenario(path: Path, steps: Sequence[dict[str, Any]], constants: SpecConstants,
-                  note: str = "") -> Path:
+def save_scenario(path: Path, steps: Sequence[dict[str, Any]], constants: SpecConstants, note: str = "") -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     document = scenario_from_log(steps, constants, note)
@@ -424,6 +535,7 @@ def save_scenario(path: Path, steps: Sequence[dict[str, Any]], constants: SpecCo
 # Running
 # ---------------------------------------------------------------------------------------------
 
+
 class _BudgetSpent(BaseException):
     """--examples ran out while Hypothesis was shrinking a failure (a BaseException, so that
     Hypothesis lets it through instead of shrinking it as another failure)."""
@@ -433,18 +545,24 @@ class _BudgetSpent(BaseException):
 class FuzzResult:
     examples: int
     steps: int = 0
-    violation: Optional[PropertyViolation] = None
-    error: Optional[BaseException] = None
+    violation: PropertyViolation | None = None
+    error: BaseException | None = None
 
     @property
     def ok(self) -> bool:
         return self.violation is None and self.error is None
 
 
-def fuzz(coordinator_class: type[GroupCoordinator] = GroupCoordinator, *,
-         profile: str = "ci", examples: Optional[int] = None, steps: Optional[int] = None,
-         constants: SpecConstants = DEFAULT_CONSTANTS, save_dir: Optional[Path] = None,
-         on_example: Optional[Callable[[int], None]] = None) -> FuzzResult:
+def fuzz(
+    coordinator_class: type[GroupCoordinator] = GroupCoordinator,
+    *,
+    profile: str = "ci",
+    examples: int | None = None,
+    steps: int | None = None,
+    constants: SpecConstants = DEFAULT_CONSTANTS,
+    save_dir: Path | None = None,
+    on_example: Callable[[int], None] | None = None,
+) -> FuzzResult:
     """Run the machine; a property violation is returned (with the saved scenario), not
     raised. `on_example(n)` is called as each example starts (n counts from 1; Hypothesis
     also re-runs examples while shrinking)."""
@@ -462,11 +580,11 @@ def fuzz(coordinator_class: type[GroupCoordinator] = GroupCoordinator, *,
         if on_example is not None:
             on_example(count[0])
 
-    machine = machine_for(coordinator_class, constants=constants, save_dir=save_dir,
-                          on_example=started)
+    machine = machine_for(coordinator_class, constants=constants, save_dir=save_dir, on_example=started)
     base = settings.get_profile(PROFILES.get(profile, profile))
-    chosen = settings(base, max_examples=examples or base.max_examples,
-                      stateful_step_count=steps or base.stateful_step_count)
+    chosen = settings(
+        base, max_examples=examples or base.max_examples, stateful_step_count=steps or base.stateful_step_count
+    )
     try:
         run_state_machine_as_test(machine, settings=chosen)
     except PropertyViolation as v:

@@ -48,8 +48,7 @@ def _compatible(expected: str, got: str) -> bool:
     return {expected, got} == {"sequence", "function"}
 
 
-def check_trace_shape(file: str, states: Sequence[Mapping[str, TlaValue]],
-                      init: Mapping[str, TlaValue]) -> None:
+def check_trace_shape(file: str, states: Sequence[Mapping[str, TlaValue]], init: Mapping[str, TlaValue]) -> None:
     """Raise InputError unless every state has exactly the model's variables, each of the kind
     the model's Init gives it. `init` is the abstraction of a fresh coordinator."""
     if not states:
@@ -59,13 +58,17 @@ def check_trace_shape(file: str, states: Sequence[Mapping[str, TlaValue]],
     for index, state in enumerate(states):
         missing = sorted(set(expected) - set(state) - set(_EXTRA_VARIABLES))
         if missing:
-            raise InputError(file, f"state {index}", f"variable {missing[0]} missing"
-                             + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+            raise InputError(
+                file,
+                f"state {index}",
+                f"variable {missing[0]} missing" + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""),
+            )
         unknown = sorted(set(state) - set(expected))
         if unknown:
             raise InputError(file, f"state {index}", f"variable {unknown[0]} is not a variable of the model")
         for name, value in state.items():
             kind = value_kind(value)
             if not _compatible(expected[name], kind):
-                raise InputError(file, f"state {index} variable {name}",
-                                 f"a {kind} where the model has a {expected[name]}")
+                raise InputError(
+                    file, f"state {index} variable {name}", f"a {kind} where the model has a {expected[name]}"
+                )

@@ -44,40 +44,103 @@ from pathlib import Path
 from typing import Any
 
 from kgc.conformance.recorded_trace import RecordedTrace, TraceConstants, read_trace
-from kgc.spec.values import ModelValue, TlaFunction, parse_state, sort_key
 from kgc.spec.tlc import TlcJob, run_tlc, stop_all_tlc
 from kgc.spec.tlc_messages import STATE_PRINT, ToolOutputParser
 from kgc.spec.tlc_result import Outcome
+from kgc.spec.values import ModelValue, TlaFunction, parse_state, sort_key
 
-__all__ = ["ACTIONS", "BatchReport", "StepDiff", "TraceVerdict", "ValidationError",
-           "action_code", "build_module", "diagnose", "validate_files", "validate_traces",
-           "view_text"]
+__all__ = [
+    "ACTIONS",
+    "BatchReport",
+    "StepDiff",
+    "TraceVerdict",
+    "ValidationError",
+    "action_code",
+    "build_module",
+    "diagnose",
+    "validate_files",
+    "validate_traces",
+    "view_text",
+]
 
 SPEC_MODULE = "GroupCoordinator"
 
 # Every spec variable with the type of its value, as TypeOK has them. "str" values are
 # compared through SC, "client" values through CI.
 VAR_TYPES: dict[str, str] = {
-    "now": "int", "timers": "timers", "loaded": "bool", "gstate": "str", "generation": "int",
-    "leader": "int", "members": "set", "pending": "set", "awaitingJoin": "set",
-    "awaitingSync": "set", "newMembers": "set", "pendingSync": "set", "plan": "set",
-    "newMemberAdded": "bool", "nextId": "int", "store": "record", "failovers": "int",
-    "cphase": "clients", "cmember": "clients", "cgen": "clients", "cleader": "clients",
-    "cmembers": "clients", "cassign": "clients", "cwait": "clients", "genLeaders": "set",
-    "genMembers": "set", "leaderLog": "pairs", "lastAction": "record",
+    "now": "int",
+    "timers": "timers",
+    "loaded": "bool",
+    "gstate": "str",
+    "generation": "int",
+    "leader": "int",
+    "members": "set",
+    "pending": "set",
+    "awaitingJoin": "set",
+    "awaitingSync": "set",
+    "newMembers": "set",
+    "pendingSync": "set",
+    "plan": "set",
+    "newMemberAdded": "bool",
+    "nextId": "int",
+    "store": "record",
+    "failovers": "int",
+    "cphase": "clients",
+    "cmember": "clients",
+    "cgen": "clients",
+    "cleader": "clients",
+    "cmembers": "clients",
+    "cassign": "clients",
+    "cwait": "clients",
+    "genLeaders": "set",
+    "genMembers": "set",
+    "leaderLog": "pairs",
+    "lastAction": "record",
 }
 SPEC_VARIABLES = tuple(VAR_TYPES)
-CLIENT_VALUE_TYPES = {"cphase": "str", "cmember": "int", "cgen": "int", "cleader": "bool",
-                      "cmembers": "set", "cassign": "set", "cwait": "int"}
-CLIENT_DEFAULTS = {"cphase": "Unjoined", "cmember": 0, "cgen": -1, "cleader": False,
-                   "cmembers": frozenset(), "cassign": frozenset(), "cwait": 0}
+CLIENT_VALUE_TYPES = {
+    "cphase": "str",
+    "cmember": "int",
+    "cgen": "int",
+    "cleader": "bool",
+    "cmembers": "set",
+    "cassign": "set",
+    "cwait": "int",
+}
+CLIENT_DEFAULTS = {
+    "cphase": "Unjoined",
+    "cmember": 0,
+    "cgen": -1,
+    "cleader": False,
+    "cmembers": frozenset(),
+    "cassign": frozenset(),
+    "cwait": 0,
+}
 FIELD_TYPES: dict[str, dict[str, str]] = {
-    "lastAction": {"name": "str", "client": "client", "member": "int", "gen": "int",
-                   "flag": "bool", "newMember": "int", "resp": "str", "dt": "int"},
+    "lastAction": {
+        "name": "str",
+        "client": "client",
+        "member": "int",
+        "gen": "int",
+        "flag": "bool",
+        "newMember": "int",
+        "resp": "str",
+        "dt": "int",
+    },
     "store": {"exists": "bool", "gen": "int", "leader": "int", "members": "set", "plan": "set"},
-    "timers": {"kind": "str", "member": "int", "deadline": "int", "dur": "str", "gen": "int",
-               "delay": "int", "remaining": "int", "stale": "bool", "orphan": "bool",
-               "olds": "set", "nma": "bool"},
+    "timers": {
+        "kind": "str",
+        "member": "int",
+        "deadline": "int",
+        "dur": "str",
+        "gen": "int",
+        "delay": "int",
+        "remaining": "int",
+        "stale": "bool",
+        "orphan": "bool",
+        "olds": "set",
+        "nma": "bool",
+    },
 }
 REQUIRED_ACTION_FIELDS = ("name", "client", "flag")
 
@@ -109,7 +172,7 @@ ACTIONS: dict[str, str] = {
 }
 _ACTION_INDEX = {name: n for n, name in enumerate(ACTIONS, start=1)}
 MAX_CLIENTS = 63
-MAX_EXPLAINED = 50      # failures per batch diagnosed (each prints a short error trace)
+MAX_EXPLAINED = 50  # failures per batch diagnosed (each prints a short error trace)
 
 _PROGRESS = re.compile(r'<<"@kgc", (\d+), (\d+)>>')
 
@@ -121,6 +184,7 @@ _TIMING_LOCK = threading.Lock()
 # ---------------------------------------------------------------------------------------------
 # Results
 # ---------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class StepDiff:
@@ -185,6 +249,7 @@ class ValidationError(Exception):
 # The observed part of a state, as TLC's ToString prints it
 # ---------------------------------------------------------------------------------------------
 
+
 @lru_cache(maxsize=4)
 def _string_codes(spec_text: str) -> dict[str, int]:
     """Every string literal of the spec -> a small integer: no state of the spec holds any
@@ -244,7 +309,7 @@ def _scalar(kind: str, v: Any, codes: dict[str, int], clients: dict[str, int]) -
         return "1" if v is True else "0" if v is False else "?"
     if kind == "set":
         return "{" + ", ".join(map(str, sorted(v))) + "}"
-    if kind == "pairs":   # a set of <<int, int>>, in TLC's order (element by element)
+    if kind == "pairs":  # a set of <<int, int>>, in TLC's order (element by element)
         return "{" + ", ".join(f"<<{a}, {b}>>" for a, b in sorted(v)) + "}"
     if kind == "str":
         return str(codes.get(v, -1))
@@ -320,8 +385,7 @@ class _ViewWriter:
         return "<<" + ", ".join(f(state[v]) for f, v in zip(self.formatters, self.variables)) + ">>"
 
 
-def view_text(state: dict[str, Any], shape: _Shape, clients: Sequence[str],
-              codes: dict[str, int]) -> str:
+def view_text(state: dict[str, Any], shape: _Shape, clients: Sequence[str], codes: dict[str, int]) -> str:
     """TLC's ToString of `View` in the state the run observed."""
     return _ViewWriter(shape, clients, codes).text(state)
 
@@ -345,6 +409,7 @@ def action_code(state: dict[str, Any], clients: Sequence[str]) -> int:
 # ---------------------------------------------------------------------------------------------
 # The module and its config
 # ---------------------------------------------------------------------------------------------
+
 
 def _ident(name: str) -> str:
     return "CL_" + re.sub(r"[^A-Za-z0-9_]", "_", name)
@@ -379,14 +444,22 @@ def merge_constants(traces: Sequence[RecordedTrace]) -> TraceConstants:
         clients.extend(c for c in t.constants.clients if c not in clients)
     if len(clients) > MAX_CLIENTS:
         raise ValueError(f"more than {MAX_CLIENTS} clients in one batch")
-    return replace(base, num_ids=max(t.constants.num_ids for t in traces),
-                   clients=tuple(clients) or ("c1",),
-                   failovers=max(t.constants.failovers for t in traces))
+    return replace(
+        base,
+        num_ids=max(t.constants.num_ids for t in traces),
+        clients=tuple(clients) or ("c1",),
+        failovers=max(t.constants.failovers for t in traces),
+    )
 
 
-def build_module(traces: Sequence[RecordedTrace], module: str, spec_text: str, *,
-                 stop_at: Sequence[int] | None = None, invariants: str = "TraceDone"
-                 ) -> tuple[str, str]:
+def build_module(
+    traces: Sequence[RecordedTrace],
+    module: str,
+    spec_text: str,
+    *,
+    stop_at: Sequence[int] | None = None,
+    invariants: str = "TraceDone",
+) -> tuple[str, str]:
     """(module text, config text) checking `traces`; `invariants` names what TLC reports:
     TraceDone (a line per trace that matched to its end), TraceProgress (a line per state
     reached: where each trace got stuck), TraceNotFinished (the classic check). With `stop_at`
@@ -413,9 +486,13 @@ def build_module(traces: Sequence[RecordedTrace], module: str, spec_text: str, *
         for k, s in enumerate(trace.states[:last], start=1):
             obs.append(f"<<{n}, {k}, {writer.text(s)}>>")
 
-    lines = [f"---- MODULE {module} ----", f"EXTENDS {SPEC_MODULE}",
-             "CONSTANTS Obs, " + ", ".join(_ident(c) for c in clients),
-             "VARIABLES tr, ti", ""]
+    lines = [
+        f"---- MODULE {module} ----",
+        f"EXTENDS {SPEC_MODULE}",
+        "CONSTANTS Obs, " + ", ".join(_ident(c) for c in clients),
+        "VARIABLES tr, ti",
+        "",
+    ]
     lines += acts
     lines.append("Acts == <<" + ", ".join(f"A{n}" for n in range(1, len(traces) + 1)) + ">>")
     lines.append("CLs == <<" + ", ".join(_ident(c) for c in clients) + ">>")
@@ -437,8 +514,9 @@ def build_module(traces: Sequence[RecordedTrace], module: str, spec_text: str, *
     lines.append("C_(a) == CLs[(a \\div 2) % 64]")
     lines.append("F_(a) == a % 2 = 1")
     arms = [f"a \\div 128 = {_ACTION_INDEX[name]} -> {call}" for name, call in ACTIONS.items()]
-    lines.append("Do(a) ==\n    CASE a < 0 -> AdvanceTime\n      [] " + "\n      [] ".join(arms)
-                 + "\n      [] OTHER -> FALSE")
+    lines.append(
+        "Do(a) ==\n    CASE a < 0 -> AdvanceTime\n      [] " + "\n      [] ".join(arms) + "\n      [] OTHER -> FALSE"
+    )
     lines += [
         "TraceInit == tr \\in 1..Len(Acts) /\\ ti = 1 /\\ Init /\\ ToString(<<tr, 1, View>>) \\in Obs",
         "Matches(k) == ToString(<<tr, k, View'>>) \\in Obs",
@@ -452,8 +530,7 @@ def build_module(traces: Sequence[RecordedTrace], module: str, spec_text: str, *
     if stop_at is None:
         lines.append("         ELSE Do(a) /\\ ti' = ti + 1 /\\ Matches(ti + 1)")
     else:
-        lines.append("         ELSE Do(a) /\\ ti' = ti + 1"
-                     " /\\ (ti + 1 < Len(Acts[tr]) => Matches(ti + 1))")
+        lines.append("         ELSE Do(a) /\\ ti' = ti + 1 /\\ (ti + 1 < Len(Acts[tr]) => Matches(ti + 1))")
     lines += [
         "TraceNotFinished == ti < Len(Acts[tr])",
         'TraceDone == TraceNotFinished \\/ PrintT(<<"@kgc", tr, ti>>)',
@@ -464,9 +541,13 @@ def build_module(traces: Sequence[RecordedTrace], module: str, spec_text: str, *
     module_text = "\n".join(lines) + "\n"
 
     max_group = consts.max_group_size if consts.max_group_size is not None else consts.num_ids + 1
-    cfg = ["INIT TraceInit", "NEXT TraceNext", "CONSTANTS",
-           "    Clients = {" + ", ".join(clients) + "}",
-           "    NoClient = NoClient"]
+    cfg = [
+        "INIT TraceInit",
+        "NEXT TraceNext",
+        "CONSTANTS",
+        "    Clients = {" + ", ".join(clients) + "}",
+        "    NoClient = NoClient",
+    ]
     cfg += [f"    {_ident(c)} = {c}" for c in clients]
     cfg += [
         f"    NumIds = {consts.num_ids}",
@@ -492,18 +573,25 @@ def build_module(traces: Sequence[RecordedTrace], module: str, spec_text: str, *
 # Running TLC
 # ---------------------------------------------------------------------------------------------
 
+
 def _spec_file() -> Path:
     from kgc.spec.catalog import spec_root
+
     return spec_root() / f"{SPEC_MODULE}.tla"
 
 
-def _run(traces: Sequence[RecordedTrace], run_dir: Path, spec: Path, *,
-         stop_at: Sequence[int] | None = None, timeout: float | None = None,
-         invariants: str = "TraceDone") -> tuple[Any, Path]:
+def _run(
+    traces: Sequence[RecordedTrace],
+    run_dir: Path,
+    spec: Path,
+    *,
+    stop_at: Sequence[int] | None = None,
+    timeout: float | None = None,
+    invariants: str = "TraceDone",
+) -> tuple[Any, Path]:
     module = "TraceDiag" if stop_at is not None else "TraceCheck"
     started = time.monotonic()
-    text, cfg = build_module(traces, module, spec.read_text(encoding="utf-8"), stop_at=stop_at,
-                             invariants=invariants)
+    text, cfg = build_module(traces, module, spec.read_text(encoding="utf-8"), stop_at=stop_at, invariants=invariants)
     src = run_dir / "src"
     src.mkdir(parents=True)
     tla = src / f"{module}.tla"
@@ -514,8 +602,15 @@ def _run(traces: Sequence[RecordedTrace], run_dir: Path, spec: Path, *,
     violations = stop_at is not None or "TraceNotFinished" in invariants
     if violations:
         options.append("-continue")
-    job = TlcJob(module=tla, config=cfg_path, modules=(spec,), workers=1, timeout=timeout,
-                 tlc_options=options, display_paths={spec.name: str(spec)})
+    job = TlcJob(
+        module=tla,
+        config=cfg_path,
+        modules=(spec,),
+        workers=1,
+        timeout=timeout,
+        tlc_options=options,
+        display_paths={spec.name: str(spec)},
+    )
     tlc_dir = run_dir / "tlc"
     tlc_dir.mkdir()
     built = time.monotonic()
@@ -550,8 +645,9 @@ def _progress(out: Path, n: int) -> list[int]:
     return reached[1:]
 
 
-def _check_batch(traces: Sequence[RecordedTrace], run_dir: Path, spec: Path,
-                 timeout: float | None, classic: bool) -> list[TraceVerdict]:
+def _check_batch(
+    traces: Sequence[RecordedTrace], run_dir: Path, spec: Path, timeout: float | None, classic: bool
+) -> list[TraceVerdict]:
     """One TLC run for the batch; a second one, over the traces that did not match to the
     end only, finds how far each got."""
     invariants = "TraceDone TraceNotFinished" if classic else "TraceDone"
@@ -560,8 +656,9 @@ def _check_batch(traces: Sequence[RecordedTrace], run_dir: Path, spec: Path,
     failed = [n for n, (t, r) in enumerate(zip(traces, done)) if r < len(t.states)]
     reached = {n: len(traces[n].states) for n in range(len(traces)) if n not in failed}
     if failed:
-        _, out = _run([traces[n] for n in failed], run_dir / "locate", spec, timeout=timeout,
-                      invariants="TraceProgress")
+        _, out = _run(
+            [traces[n] for n in failed], run_dir / "locate", spec, timeout=timeout, invariants="TraceProgress"
+        )
         for n, r in zip(failed, _progress(out, len(failed))):
             reached[n] = min(r, len(traces[n].states) - 1)
     verdicts = []
@@ -570,11 +667,18 @@ def _check_batch(traces: Sequence[RecordedTrace], run_dir: Path, spec: Path,
         if r >= len(trace.states):
             verdicts.append(TraceVerdict(trace.name, trace.steps, True, stopped=trace.stopped))
             continue
-        verdicts.append(TraceVerdict(
-            trace.name, trace.steps, False, failed_step=r, stopped=trace.stopped,
-            action=_action_text(trace.states[r]["lastAction"]),
-            origin=trace.origins[r] if r < len(trace.origins) else None,
-            reason="the initial state is not the spec's Init" if r == 0 else None))
+        verdicts.append(
+            TraceVerdict(
+                trace.name,
+                trace.steps,
+                False,
+                failed_step=r,
+                stopped=trace.stopped,
+                action=_action_text(trace.states[r]["lastAction"]),
+                origin=trace.origins[r] if r < len(trace.origins) else None,
+                reason="the initial state is not the spec's Init" if r == 0 else None,
+            )
+        )
     return verdicts
 
 
@@ -590,6 +694,7 @@ def _action_text(la: Any) -> str:
 # ---------------------------------------------------------------------------------------------
 # Diagnosis: what the spec would have done at the failing step
 # ---------------------------------------------------------------------------------------------
+
 
 def _violation_traces(out: Path) -> list[list[dict[str, Any]]]:
     """Every error trace TLC printed (2110 ... 2217*), as lists of states."""
@@ -623,11 +728,35 @@ def _project(var: str, value: Any, shape: _Shape) -> Any:
 
 #: The order differences are reported in: the group first (it usually says what went wrong),
 #: then the response and the clients, then the timers and the clock (which mostly follow).
-_REPORT_ORDER = ("loaded", "gstate", "generation", "leader", "members", "pending",
-                 "awaitingJoin", "awaitingSync", "newMembers", "pendingSync", "plan",
-                 "newMemberAdded", "nextId", "store", "failovers", "genMembers", "genLeaders",
-                 "lastAction", "cphase", "cmember", "cgen", "cleader", "cmembers", "cassign",
-                 "cwait", "timers", "now")
+_REPORT_ORDER = (
+    "loaded",
+    "gstate",
+    "generation",
+    "leader",
+    "members",
+    "pending",
+    "awaitingJoin",
+    "awaitingSync",
+    "newMembers",
+    "pendingSync",
+    "plan",
+    "newMemberAdded",
+    "nextId",
+    "store",
+    "failovers",
+    "genMembers",
+    "genLeaders",
+    "lastAction",
+    "cphase",
+    "cmember",
+    "cgen",
+    "cleader",
+    "cmembers",
+    "cassign",
+    "cwait",
+    "timers",
+    "now",
+)
 
 
 def _diff(spec_state: dict[str, Any], observed: dict[str, Any], shape: _Shape) -> list[StepDiff]:
@@ -671,8 +800,13 @@ def _context(before: dict[str, Any], la: Any) -> str:
     return "the spec's state there: " + ", ".join(parts)
 
 
-def diagnose(traces: Sequence[RecordedTrace], verdicts: Sequence[TraceVerdict], run_dir: Path,
-             spec: Path | None = None, timeout: float | None = None) -> None:
+def diagnose(
+    traces: Sequence[RecordedTrace],
+    verdicts: Sequence[TraceVerdict],
+    run_dir: Path,
+    spec: Path | None = None,
+    timeout: float | None = None,
+) -> None:
     """Fill in `reason` and `diffs` of the failed verdicts (in place)."""
     spec = spec or _spec_file()
     failing = [(t, v) for t, v in zip(traces, verdicts) if not v.matched and v.failed_step]
@@ -690,7 +824,7 @@ def diagnose(traces: Sequence[RecordedTrace], verdicts: Sequence[TraceVerdict], 
         if states and "tr" in states[-1]:
             by_trace.setdefault(states[-1]["tr"], []).append(states)
     for n, (trace, verdict) in enumerate(failing, start=1):
-        stop = stops[n - 1] + 1                 # 1-based position of the failing state
+        stop = stops[n - 1] + 1  # 1-based position of the failing state
         found = by_trace.get(n, [])
         successors = [s[-1] for s in found if s[-1].get("ti") == stop]
         observed = trace.states[stop - 1]
@@ -709,6 +843,7 @@ def diagnose(traces: Sequence[RecordedTrace], verdicts: Sequence[TraceVerdict], 
 # Entry points
 # ---------------------------------------------------------------------------------------------
 
+
 def _batches(traces: Sequence[RecordedTrace], jobs: int, max_states: int) -> list[list[int]]:
     """Traces with equal constants and shape, cut into at least `jobs` pieces (one TLC process
     per core) of at most `max_states` recorded states."""
@@ -721,19 +856,25 @@ def _batches(traces: Sequence[RecordedTrace], jobs: int, max_states: int) -> lis
         pieces = max(1, min(len(members), max(math.ceil(total / max_states), jobs if total > 2000 else 1)))
         chunks: list[list[int]] = [[] for _ in range(pieces)]
         states = 0
-        for n in members:      # piece k takes the traces whose states start in its k-th share
+        for n in members:  # piece k takes the traces whose states start in its k-th share
             chunks[min(pieces - 1, states * pieces // total)].append(n)
             states += len(traces[n].states)
         out.extend(c for c in chunks if c)
     return out
 
 
-def validate_traces(traces: Sequence[RecordedTrace], *, work_dir: Path | None = None,
-                    jobs: int | None = None, max_states: int = 120_000,
-                    timeout: float | None = None, explain: bool = True, classic: bool = False,
-                    keep: bool = False,
-                    on_batch: Callable[[int, int, list[TraceVerdict]], None] | None = None,
-                    ) -> BatchReport:
+def validate_traces(
+    traces: Sequence[RecordedTrace],
+    *,
+    work_dir: Path | None = None,
+    jobs: int | None = None,
+    max_states: int = 120_000,
+    timeout: float | None = None,
+    explain: bool = True,
+    classic: bool = False,
+    keep: bool = False,
+    on_batch: Callable[[int, int, list[TraceVerdict]], None] | None = None,
+) -> BatchReport:
     """Check every trace with TLC; batches run `jobs` TLC processes at a time (default: one per
     core). Verdicts come back in the order of `traces`."""
     started = time.monotonic()
@@ -778,8 +919,13 @@ def validate_traces(traces: Sequence[RecordedTrace], *, work_dir: Path | None = 
             raise
     if not keep and work_dir is None and not errors:
         shutil.rmtree(base, ignore_errors=True)
-    return BatchReport([v for v in verdicts if v is not None], time.monotonic() - started,
-                       len(batches), sum(len(t.states) for t in traces), errors)
+    return BatchReport(
+        [v for v in verdicts if v is not None],
+        time.monotonic() - started,
+        len(batches),
+        sum(len(t.states) for t in traces),
+        errors,
+    )
 
 
 def validate_files(paths: Iterable[Path], **options: Any) -> BatchReport:

@@ -32,24 +32,31 @@ from __future__ import annotations
 import logging
 import random
 import traceback
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Protocol, Sequence
+from typing import Any, Protocol
 
 from kgc.impl.clock import Clock
-from kgc.impl.delayed import (DelayedHeartbeat, DelayedJoin, DelayedSync, GroupJoinKey,
-                              GroupSyncKey, InitialDelayedJoin, MemberKey)
+from kgc.impl.delayed import (
+    DelayedHeartbeat,
+    DelayedJoin,
+    DelayedSync,
+    GroupJoinKey,
+    GroupSyncKey,
+    InitialDelayedJoin,
+    MemberKey,
+)
 from kgc.impl.errors import Errors
-from kgc.impl.group import (GroupMetadata, GroupState, MemberMetadata, Protocols,
-                            normalize_protocols)
+from kgc.impl.group import GroupMetadata, GroupState, MemberMetadata, Protocols, normalize_protocols
 from kgc.impl.purgatory import DelayedOperationPurgatory
 from kgc.impl.store import GroupStore, InMemoryGroupStore, StoredGroup
 from kgc.impl.timer import SystemTimer
 
 log = logging.getLogger(__name__)
 
-UNKNOWN_MEMBER_ID = ""     # JoinGroupRequest.UNKNOWN_MEMBER_ID
-NO_GENERATION = -1         # GroupCoordinator.NoGeneration
-NO_LEADER = ""             # GroupCoordinator.NoLeader
+UNKNOWN_MEMBER_ID = ""  # JoinGroupRequest.UNKNOWN_MEMBER_ID
+NO_GENERATION = -1  # GroupCoordinator.NoGeneration
+NO_LEADER = ""  # GroupCoordinator.NoLeader
 
 PreparingRebalance = GroupState.PreparingRebalance
 CompletingRebalance = GroupState.CompletingRebalance
@@ -62,20 +69,22 @@ Dead = GroupState.Dead
 # Configuration, results, observer
 # ----------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class GroupConfig:
     """Broker settings the coordinator reads (Kafka's defaults)."""
-    min_session_timeout_ms: int = 6000          # group.min.session.timeout.ms
-    max_session_timeout_ms: int = 1800000       # group.max.session.timeout.ms
-    initial_rebalance_delay_ms: int = 3000      # group.initial.rebalance.delay.ms
-    max_group_size: Optional[int] = None        # group.max.size; None = unbounded
-    new_member_join_timeout_ms: int = 300000    # GroupCoordinator.NewMemberJoinTimeoutMs
+
+    min_session_timeout_ms: int = 6000  # group.min.session.timeout.ms
+    max_session_timeout_ms: int = 1800000  # group.max.session.timeout.ms
+    initial_rebalance_delay_ms: int = 3000  # group.initial.rebalance.delay.ms
+    max_group_size: int | None = None  # group.max.size; None = unbounded
+    new_member_join_timeout_ms: int = 300000  # GroupCoordinator.NewMemberJoinTimeoutMs
 
 
 @dataclass(frozen=True)
 class JoinGroupResponseMember:
     member_id: str
-    group_instance_id: Optional[str]
+    group_instance_id: str | None
     metadata: str
 
 
@@ -84,8 +93,8 @@ class JoinGroupResult:
     members: list[JoinGroupResponseMember]
     member_id: str
     generation_id: int
-    protocol_type: Optional[str]
-    protocol_name: Optional[str]
+    protocol_type: str | None
+    protocol_name: str | None
     leader_id: str
     error: Errors
 
@@ -98,35 +107,36 @@ class JoinGroupResult:
 @dataclass(frozen=True)
 class SyncGroupResult:
     error: Errors
-    protocol_type: Optional[str] = None
-    protocol_name: Optional[str] = None
+    protocol_type: str | None = None
+    protocol_name: str | None = None
     member_assignment: str = ""
 
 
 @dataclass(frozen=True)
 class LeaveMemberIdentity:
     member_id: str
-    group_instance_id: Optional[str] = None
+    group_instance_id: str | None = None
 
 
 @dataclass(frozen=True)
 class LeaveGroupResult:
     error: Errors
-    member_responses: list[tuple[str, Optional[str], Errors]] = field(default_factory=list)
+    member_responses: list[tuple[str, str | None, Errors]] = field(default_factory=list)
 
 
 class CoordinatorObserver(Protocol):
     def on_request(self, kind: str, group_id: str, args: dict) -> None: ...
     def on_response(self, kind: str, group_id: str, result: object) -> None: ...
-    def on_timer(self, kind: str, group_id: str, member_id: Optional[str]) -> None: ...
+    def on_timer(self, kind: str, group_id: str, member_id: str | None) -> None: ...
     def on_transition(self, group_id: str, old: GroupState, new: GroupState) -> None: ...
 
 
 class _Responder:
     """Wraps a request's callback: tells the observer, and answers at most once."""
 
-    def __init__(self, coordinator: GroupCoordinator, kind: str, group_id: str,
-                 callback: Callable[[Any], None]) -> None:
+    def __init__(
+        self, coordinator: GroupCoordinator, kind: str, group_id: str, callback: Callable[[Any], None]
+    ) -> None:
         self._coordinator = coordinator
         self._kind = kind
         self._group_id = group_id
@@ -136,8 +146,7 @@ class _Responder:
     def __call__(self, result: Any) -> None:
         if self.answered:
             self._coordinator.duplicate_answers += 1
-            log.error("dropping a second %s answer for group %s: %r",
-                      self._kind, self._group_id, result)
+            log.error("dropping a second %s answer for group %s: %r", self._kind, self._group_id, result)
             return
         self.answered = True
         self._coordinator._notify("on_response", self._kind, self._group_id, result)
@@ -145,8 +154,7 @@ class _Responder:
             self._callback(result)
         except Exception:  # the caller's bug must not break the coordinator
             self._coordinator.callback_errors += 1
-            log.exception("%s response callback for group %s raised", self._kind,
-                          self._group_id)
+            log.exception("%s response callback for group %s raised", self._kind, self._group_id)
 
     def answer_if_unanswered(self, result: Any) -> None:
         if not self.answered:
@@ -155,6 +163,7 @@ class _Responder:
 
 def _never_raise(default: Any = None) -> Callable:
     """For entry points called by delayed operations and the store: record, don't raise."""
+
     def decorate(fn: Callable) -> Callable:
         def wrapper(self: GroupCoordinator, *args: Any, **kwargs: Any) -> Any:
             try:
@@ -162,9 +171,11 @@ def _never_raise(default: Any = None) -> Callable:
             except Exception:
                 self._record_internal_error(fn.__name__)
                 return default
+
         wrapper.__name__ = fn.__name__
         wrapper.__doc__ = fn.__doc__
         return wrapper
+
     return decorate
 
 
@@ -172,12 +183,19 @@ def _never_raise(default: Any = None) -> Callable:
 # The coordinator
 # ----------------------------------------------------------------------------------------------
 
+
 class GroupCoordinator:
     """Handles group membership for every group it hosts (all groups, until unloaded)."""
 
-    def __init__(self, config: GroupConfig, clock: Clock, timer: SystemTimer,
-                 store: Optional[GroupStore] = None, member_id_seed: int = 0,
-                 observer: Optional[CoordinatorObserver] = None) -> None:
+    def __init__(
+        self,
+        config: GroupConfig,
+        clock: Clock,
+        timer: SystemTimer,
+        store: GroupStore | None = None,
+        member_id_seed: int = 0,
+        observer: CoordinatorObserver | None = None,
+    ) -> None:
         self.config = config
         self.clock = clock
         self.timer = timer
@@ -187,14 +205,14 @@ class GroupCoordinator:
         self.heartbeat_purgatory = DelayedOperationPurgatory("Heartbeat", timer)
         self.rebalance_purgatory = DelayedOperationPurgatory("Rebalance", timer)
         self._groups: dict[str, GroupMetadata] = {}
-        self._not_coordinator: set[str] = set()   # unloaded and not loaded again
-        self.internal_errors: list[str] = []      # tracebacks; should stay empty
-        self.duplicate_answers = 0                # should stay 0
-        self.callback_errors = 0                  # exceptions raised by callers' callbacks
-        self.observer_errors = 0                  # exceptions raised by the observer
+        self._not_coordinator: set[str] = set()  # unloaded and not loaded again
+        self.internal_errors: list[str] = []  # tracebacks; should stay empty
+        self.duplicate_answers = 0  # should stay 0
+        self.callback_errors = 0  # exceptions raised by callers' callbacks
+        self.observer_errors = 0  # exceptions raised by the observer
 
     # -- read-only views -----------------------------------------------------------------------
-    def group(self, group_id: str) -> Optional[GroupMetadata]:
+    def group(self, group_id: str) -> GroupMetadata | None:
         """The hosted group, None when there is none (a never-seen or unloaded group: Dead)."""
         return self._groups.get(group_id)
 
@@ -207,38 +225,75 @@ class GroupCoordinator:
     # ==========================================================================================
     # JoinGroup
     # ==========================================================================================
-    def handle_join_group(self, group_id: str, member_id: str, group_instance_id: Optional[str],
-                          require_known_member: bool, client_id: str, client_host: str,
-                          rebalance_timeout_ms: int, session_timeout_ms: int,
-                          protocol_type: str, protocols: list[tuple[str, str]],
-                          response_callback: Callable[[JoinGroupResult], None]) -> None:
+    def handle_join_group(
+        self,
+        group_id: str,
+        member_id: str,
+        group_instance_id: str | None,
+        require_known_member: bool,
+        client_id: str,
+        client_host: str,
+        rebalance_timeout_ms: int,
+        session_timeout_ms: int,
+        protocol_type: str,
+        protocols: list[tuple[str, str]],
+        response_callback: Callable[[JoinGroupResult], None],
+    ) -> None:
         respond = _Responder(self, "join", group_id, response_callback)
         member_id = member_id if member_id is not None else UNKNOWN_MEMBER_ID
-        self._notify("on_request", "join", group_id, {
-            "member_id": member_id, "group_instance_id": group_instance_id,
-            "require_known_member": require_known_member, "client_id": client_id,
-            "client_host": client_host, "rebalance_timeout_ms": rebalance_timeout_ms,
-            "session_timeout_ms": session_timeout_ms, "protocol_type": protocol_type,
-            "protocols": protocols})
+        self._notify(
+            "on_request",
+            "join",
+            group_id,
+            {
+                "member_id": member_id,
+                "group_instance_id": group_instance_id,
+                "require_known_member": require_known_member,
+                "client_id": client_id,
+                "client_host": client_host,
+                "rebalance_timeout_ms": rebalance_timeout_ms,
+                "session_timeout_ms": session_timeout_ms,
+                "protocol_type": protocol_type,
+                "protocols": protocols,
+            },
+        )
         try:
-            self._join_group(group_id, member_id, group_instance_id, require_known_member,
-                             client_id, client_host, rebalance_timeout_ms, session_timeout_ms,
-                             protocol_type, normalize_protocols(protocols), respond)
+            self._join_group(
+                group_id,
+                member_id,
+                group_instance_id,
+                require_known_member,
+                client_id,
+                client_host,
+                rebalance_timeout_ms,
+                session_timeout_ms,
+                protocol_type,
+                normalize_protocols(protocols),
+                respond,
+            )
         except Exception:
             self._record_internal_error("handle_join_group")
-            respond.answer_if_unanswered(
-                JoinGroupResult.error_result(member_id, Errors.UNKNOWN_SERVER_ERROR))
+            respond.answer_if_unanswered(JoinGroupResult.error_result(member_id, Errors.UNKNOWN_SERVER_ERROR))
 
-    def _join_group(self, group_id: str, member_id: str, group_instance_id: Optional[str],
-                    require_known_member: bool, client_id: str, client_host: str,
-                    rebalance_timeout_ms: int, session_timeout_ms: int, protocol_type: str,
-                    protocols: Protocols, respond: _Responder) -> None:
+    def _join_group(
+        self,
+        group_id: str,
+        member_id: str,
+        group_instance_id: str | None,
+        require_known_member: bool,
+        client_id: str,
+        client_host: str,
+        rebalance_timeout_ms: int,
+        session_timeout_ms: int,
+        protocol_type: str,
+        protocols: Protocols,
+        respond: _Responder,
+    ) -> None:
         error = self._validate_group_status(group_id)
         if error is not None:
             respond(JoinGroupResult.error_result(member_id, error))
             return
-        if not (self.config.min_session_timeout_ms <= session_timeout_ms
-                <= self.config.max_session_timeout_ms):
+        if not (self.config.min_session_timeout_ms <= session_timeout_ms <= self.config.max_session_timeout_ms):
             respond(JoinGroupResult.error_result(member_id, Errors.INVALID_SESSION_TIMEOUT))
             return
         is_unknown_member = member_id == UNKNOWN_MEMBER_ID
@@ -252,14 +307,31 @@ class GroupCoordinator:
             group.remove(member_id)
             respond(JoinGroupResult.error_result(UNKNOWN_MEMBER_ID, Errors.GROUP_MAX_SIZE_REACHED))
         elif is_unknown_member:
-            self._do_new_member_join_group(group, group_instance_id, require_known_member,
-                                           client_id, client_host, rebalance_timeout_ms,
-                                           session_timeout_ms, protocol_type, protocols, respond)
+            self._do_new_member_join_group(
+                group,
+                group_instance_id,
+                require_known_member,
+                client_id,
+                client_host,
+                rebalance_timeout_ms,
+                session_timeout_ms,
+                protocol_type,
+                protocols,
+                respond,
+            )
         else:
-            self._do_current_member_join_group(group, member_id, group_instance_id, client_id,
-                                               client_host, rebalance_timeout_ms,
-                                               session_timeout_ms, protocol_type, protocols,
-                                               respond)
+            self._do_current_member_join_group(
+                group,
+                member_id,
+                group_instance_id,
+                client_id,
+                client_host,
+                rebalance_timeout_ms,
+                session_timeout_ms,
+                protocol_type,
+                protocols,
+                respond,
+            )
         # attempt to complete JoinGroup
         if group.is_(PreparingRebalance):
             self.rebalance_purgatory.check_and_complete(GroupJoinKey(group.group_id))
@@ -274,34 +346,56 @@ class GroupCoordinator:
         if state in (Empty, Dead):
             return True
         if state is PreparingRebalance:
-            return ((group.has(member_id) and group.get(member_id).is_awaiting_join)
-                    or group.num_awaiting < max_size)
+            return (group.has(member_id) and group.get(member_id).is_awaiting_join) or group.num_awaiting < max_size
         return group.has(member_id) or group.size < max_size
 
-    def _do_new_member_join_group(self, group: GroupMetadata, group_instance_id: Optional[str],
-                                  require_known_member: bool, client_id: str, client_host: str,
-                                  rebalance_timeout_ms: int, session_timeout_ms: int,
-                                  protocol_type: str, protocols: Protocols,
-                                  respond: _Responder) -> None:
+    def _do_new_member_join_group(
+        self,
+        group: GroupMetadata,
+        group_instance_id: str | None,
+        require_known_member: bool,
+        client_id: str,
+        client_host: str,
+        rebalance_timeout_ms: int,
+        session_timeout_ms: int,
+        protocol_type: str,
+        protocols: Protocols,
+        respond: _Responder,
+    ) -> None:
         if group.is_(Dead):
-            respond(JoinGroupResult.error_result(UNKNOWN_MEMBER_ID,
-                                                 Errors.COORDINATOR_NOT_AVAILABLE))
+            respond(JoinGroupResult.error_result(UNKNOWN_MEMBER_ID, Errors.COORDINATOR_NOT_AVAILABLE))
         elif not group.supports_protocols(protocol_type, {n for n, _ in protocols}):
-            respond(JoinGroupResult.error_result(UNKNOWN_MEMBER_ID,
-                                                 Errors.INCONSISTENT_GROUP_PROTOCOL))
+            respond(JoinGroupResult.error_result(UNKNOWN_MEMBER_ID, Errors.INCONSISTENT_GROUP_PROTOCOL))
         else:
             new_member_id = self._generate_member_id(group, client_id, group_instance_id)
             if group_instance_id is not None:
                 self._do_static_new_member_join_group(
-                    group, group_instance_id, new_member_id, client_id, client_host,
-                    rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols, respond)
+                    group,
+                    group_instance_id,
+                    new_member_id,
+                    client_id,
+                    client_host,
+                    rebalance_timeout_ms,
+                    session_timeout_ms,
+                    protocol_type,
+                    protocols,
+                    respond,
+                )
             else:
                 self._do_dynamic_new_member_join_group(
-                    group, require_known_member, new_member_id, client_id, client_host,
-                    rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols, respond)
+                    group,
+                    require_known_member,
+                    new_member_id,
+                    client_id,
+                    client_host,
+                    rebalance_timeout_ms,
+                    session_timeout_ms,
+                    protocol_type,
+                    protocols,
+                    respond,
+                )
 
-    def _generate_member_id(self, group: GroupMetadata, client_id: str,
-                            group_instance_id: Optional[str]) -> str:
+    def _generate_member_id(self, group: GroupMetadata, client_id: str, group_instance_id: str | None) -> str:
         # Kafka's random UUIDs never collide; seeded ones could if two coordinators with one
         # seed share a store, so skip ids the group already knows (still deterministic).
         while True:
@@ -309,40 +403,80 @@ class GroupCoordinator:
             if not group.has(member_id) and not group.is_pending_member(member_id):
                 return member_id
 
-    def _do_static_new_member_join_group(self, group: GroupMetadata, group_instance_id: str,
-                                         new_member_id: str, client_id: str, client_host: str,
-                                         rebalance_timeout_ms: int, session_timeout_ms: int,
-                                         protocol_type: str, protocols: Protocols,
-                                         respond: _Responder) -> None:
+    def _do_static_new_member_join_group(
+        self,
+        group: GroupMetadata,
+        group_instance_id: str,
+        new_member_id: str,
+        client_id: str,
+        client_host: str,
+        rebalance_timeout_ms: int,
+        session_timeout_ms: int,
+        protocol_type: str,
+        protocols: Protocols,
+        respond: _Responder,
+    ) -> None:
         old_member_id = group.current_static_member_id(group_instance_id)
         if old_member_id is not None:
             self._update_static_member_and_rebalance(
-                group, old_member_id, new_member_id, group_instance_id, protocols,
-                rebalance_timeout_ms, session_timeout_ms, respond)
+                group,
+                old_member_id,
+                new_member_id,
+                group_instance_id,
+                protocols,
+                rebalance_timeout_ms,
+                session_timeout_ms,
+                respond,
+            )
         else:
-            self._add_member_and_rebalance(group, new_member_id, group_instance_id, client_id,
-                                           client_host, rebalance_timeout_ms,
-                                           session_timeout_ms, protocol_type, protocols,
-                                           respond)
+            self._add_member_and_rebalance(
+                group,
+                new_member_id,
+                group_instance_id,
+                client_id,
+                client_host,
+                rebalance_timeout_ms,
+                session_timeout_ms,
+                protocol_type,
+                protocols,
+                respond,
+            )
 
-    def _do_dynamic_new_member_join_group(self, group: GroupMetadata,
-                                          require_known_member: bool, new_member_id: str,
-                                          client_id: str, client_host: str,
-                                          rebalance_timeout_ms: int, session_timeout_ms: int,
-                                          protocol_type: str, protocols: Protocols,
-                                          respond: _Responder) -> None:
+    def _do_dynamic_new_member_join_group(
+        self,
+        group: GroupMetadata,
+        require_known_member: bool,
+        new_member_id: str,
+        client_id: str,
+        client_host: str,
+        rebalance_timeout_ms: int,
+        session_timeout_ms: int,
+        protocol_type: str,
+        protocols: Protocols,
+        respond: _Responder,
+    ) -> None:
         if require_known_member:
             # Register the id as pending and ask the client to join again with it (KIP-394).
             group.add_pending_member(new_member_id)
             self._add_pending_member_expiration(group, new_member_id, session_timeout_ms)
             respond(JoinGroupResult.error_result(new_member_id, Errors.MEMBER_ID_REQUIRED))
         else:
-            self._add_member_and_rebalance(group, new_member_id, None, client_id, client_host,
-                                           rebalance_timeout_ms, session_timeout_ms,
-                                           protocol_type, protocols, respond)
+            self._add_member_and_rebalance(
+                group,
+                new_member_id,
+                None,
+                client_id,
+                client_host,
+                rebalance_timeout_ms,
+                session_timeout_ms,
+                protocol_type,
+                protocols,
+                respond,
+            )
 
-    def _validate_current_member(self, group: GroupMetadata, member_id: str,
-                                 group_instance_id: Optional[str]) -> Optional[Errors]:
+    def _validate_current_member(
+        self, group: GroupMetadata, member_id: str, group_instance_id: str | None
+    ) -> Errors | None:
         """An instance id must map to this member id; the member id must be in the group."""
         if group_instance_id is not None:
             current = group.current_static_member_id(group_instance_id)
@@ -354,11 +488,19 @@ class GroupCoordinator:
             return Errors.UNKNOWN_MEMBER_ID
         return None
 
-    def _do_current_member_join_group(self, group: GroupMetadata, member_id: str,
-                                      group_instance_id: Optional[str], client_id: str,
-                                      client_host: str, rebalance_timeout_ms: int,
-                                      session_timeout_ms: int, protocol_type: str,
-                                      protocols: Protocols, respond: _Responder) -> None:
+    def _do_current_member_join_group(
+        self,
+        group: GroupMetadata,
+        member_id: str,
+        group_instance_id: str | None,
+        client_id: str,
+        client_host: str,
+        rebalance_timeout_ms: int,
+        session_timeout_ms: int,
+        protocol_type: str,
+        protocols: Protocols,
+        respond: _Responder,
+    ) -> None:
         if group.is_(Dead):
             respond(JoinGroupResult.error_result(member_id, Errors.COORDINATOR_NOT_AVAILABLE))
             return
@@ -369,12 +511,20 @@ class GroupCoordinator:
             if group_instance_id is not None:
                 # Kafka throws IllegalStateException here (a pending member is never static);
                 # KafkaApis turns it into UNKNOWN_SERVER_ERROR. Answer that without throwing.
-                respond(JoinGroupResult.error_result(UNKNOWN_MEMBER_ID,
-                                                     Errors.UNKNOWN_SERVER_ERROR))
+                respond(JoinGroupResult.error_result(UNKNOWN_MEMBER_ID, Errors.UNKNOWN_SERVER_ERROR))
                 return
-            self._add_member_and_rebalance(group, member_id, None, client_id, client_host,
-                                           rebalance_timeout_ms, session_timeout_ms,
-                                           protocol_type, protocols, respond)
+            self._add_member_and_rebalance(
+                group,
+                member_id,
+                None,
+                client_id,
+                client_host,
+                rebalance_timeout_ms,
+                session_timeout_ms,
+                protocol_type,
+                protocols,
+                respond,
+            )
             return
         error = self._validate_current_member(group, member_id, group_instance_id)
         if error is not None:
@@ -383,47 +533,71 @@ class GroupCoordinator:
         member = group.get(member_id)
         state = group.state
         if state is PreparingRebalance:
-            self._update_member_and_rebalance(group, member, protocols, rebalance_timeout_ms,
-                                              session_timeout_ms, respond)
+            self._update_member_and_rebalance(
+                group, member, protocols, rebalance_timeout_ms, session_timeout_ms, respond
+            )
         elif state is CompletingRebalance:
             if member.matches(protocols):
                 # The member lost the first response: return the current generation again.
-                respond(self._current_join_result(group, member_id,
-                                                  with_members=group.is_leader(member_id)))
+                respond(self._current_join_result(group, member_id, with_members=group.is_leader(member_id)))
             else:
-                self._update_member_and_rebalance(group, member, protocols,
-                                                  rebalance_timeout_ms, session_timeout_ms,
-                                                  respond)
+                self._update_member_and_rebalance(
+                    group, member, protocols, rebalance_timeout_ms, session_timeout_ms, respond
+                )
         elif state is Stable:
             if group.is_leader(member_id) or not member.matches(protocols):
                 # A leader's JoinGroup forces a rebalance (e.g. topic metadata changed); so
                 # does a follower whose metadata changed.
-                self._update_member_and_rebalance(group, member, protocols,
-                                                  rebalance_timeout_ms, session_timeout_ms,
-                                                  respond)
+                self._update_member_and_rebalance(
+                    group, member, protocols, rebalance_timeout_ms, session_timeout_ms, respond
+                )
             else:
                 respond(self._current_join_result(group, member_id, with_members=False))
         else:  # Empty | Dead: let the member reset its generation and rejoin
             respond(JoinGroupResult.error_result(member_id, Errors.UNKNOWN_MEMBER_ID))
 
-    def _current_join_result(self, group: GroupMetadata, member_id: str,
-                             with_members: bool, leader_id: Optional[str] = None
-                             ) -> JoinGroupResult:
-        members = ([JoinGroupResponseMember(mid, iid, md)
-                    for mid, iid, md in group.current_member_metadata()]
-                   if with_members else [])
+    def _current_join_result(
+        self, group: GroupMetadata, member_id: str, with_members: bool, leader_id: str | None = None
+    ) -> JoinGroupResult:
+        members = (
+            [JoinGroupResponseMember(mid, iid, md) for mid, iid, md in group.current_member_metadata()]
+            if with_members
+            else []
+        )
         leader = leader_id if leader_id is not None else group.leader_id
-        return JoinGroupResult(members, member_id, group.generation_id, group.protocol_type,
-                               group.protocol_name, leader or NO_LEADER, Errors.NONE)
+        return JoinGroupResult(
+            members,
+            member_id,
+            group.generation_id,
+            group.protocol_type,
+            group.protocol_name,
+            leader or NO_LEADER,
+            Errors.NONE,
+        )
 
-    def _add_member_and_rebalance(self, group: GroupMetadata, member_id: str,
-                                  group_instance_id: Optional[str], client_id: str,
-                                  client_host: str, rebalance_timeout_ms: int,
-                                  session_timeout_ms: int, protocol_type: str,
-                                  protocols: Protocols, respond: _Responder) -> None:
-        member = MemberMetadata(member_id, group_instance_id, client_id, client_host,
-                                rebalance_timeout_ms, session_timeout_ms, protocol_type,
-                                protocols)
+    def _add_member_and_rebalance(
+        self,
+        group: GroupMetadata,
+        member_id: str,
+        group_instance_id: str | None,
+        client_id: str,
+        client_host: str,
+        rebalance_timeout_ms: int,
+        session_timeout_ms: int,
+        protocol_type: str,
+        protocols: Protocols,
+        respond: _Responder,
+    ) -> None:
+        member = MemberMetadata(
+            member_id,
+            group_instance_id,
+            client_id,
+            client_host,
+            rebalance_timeout_ms,
+            session_timeout_ms,
+            protocol_type,
+            protocols,
+        )
         member.is_new = True
         # Lets an InitialDelayedJoin wait once more for further members.
         if group.is_(PreparingRebalance) and group.generation_id == 0:
@@ -431,20 +605,24 @@ class GroupCoordinator:
         group.add(member, respond)
         # A new member cannot heartbeat until it has its id, and a client that gave up on a
         # long rebalance would leave a defunct member: time out its JoinGroup instead.
-        self._complete_and_schedule_next_expiration(group, member,
-                                                    self.config.new_member_join_timeout_ms)
+        self._complete_and_schedule_next_expiration(group, member, self.config.new_member_join_timeout_ms)
         self._maybe_prepare_rebalance(group)
 
-    def _update_static_member_and_rebalance(self, group: GroupMetadata, old_member_id: str,
-                                            new_member_id: str, group_instance_id: str,
-                                            protocols: Protocols, rebalance_timeout_ms: int,
-                                            session_timeout_ms: int,
-                                            respond: _Responder) -> None:
+    def _update_static_member_and_rebalance(
+        self,
+        group: GroupMetadata,
+        old_member_id: str,
+        new_member_id: str,
+        group_instance_id: str,
+        protocols: Protocols,
+        rebalance_timeout_ms: int,
+        session_timeout_ms: int,
+        respond: _Responder,
+    ) -> None:
         current_leader = group.leader_id
         old = group.get(old_member_id)
         # Fence whatever the old member id has parked (GroupMetadata.replaceStaticMember).
-        group.maybe_invoke_join_callback(
-            old, JoinGroupResult.error_result(old_member_id, Errors.FENCED_INSTANCE_ID))
+        group.maybe_invoke_join_callback(old, JoinGroupResult.error_result(old_member_id, Errors.FENCED_INSTANCE_ID))
         group.maybe_invoke_sync_callback(old, SyncGroupResult(Errors.FENCED_INSTANCE_ID))
         member = group.replace_static_member(group_instance_id, old_member_id, new_member_id)
         # The old id's heartbeat expires without effect; schedule one for the new id.
@@ -464,9 +642,18 @@ class GroupCoordinator:
 
                 def on_stored(error: Errors) -> None:
                     self._on_static_member_stored(
-                        group, member, old_member_id, new_member_id, group_instance_id,
-                        old_protocols, old_rebalance_timeout_ms, old_session_timeout_ms,
-                        current_leader, respond, error)
+                        group,
+                        member,
+                        old_member_id,
+                        new_member_id,
+                        group_instance_id,
+                        old_protocols,
+                        old_rebalance_timeout_ms,
+                        old_session_timeout_ms,
+                        current_leader,
+                        respond,
+                        error,
+                    )
 
                 self.store.store_group(StoredGroup.of(group, assignment), on_stored)
             else:
@@ -478,38 +665,69 @@ class GroupCoordinator:
         elif state is PreparingRebalance:
             pass
         else:
-            raise ValueError(f"Group {group.group_id} in unexpected state {state} when static "
-                             f"member {group_instance_id} rejoined with an unknown member id")
+            raise ValueError(
+                f"Group {group.group_id} in unexpected state {state} when static "
+                f"member {group_instance_id} rejoined with an unknown member id"
+            )
 
     @_never_raise()
-    def _on_static_member_stored(self, group: GroupMetadata, member: MemberMetadata,
-                                 old_member_id: str, new_member_id: str,
-                                 group_instance_id: str, old_protocols: Protocols,
-                                 old_rebalance_timeout_ms: int, old_session_timeout_ms: int,
-                                 current_leader: Optional[str], respond: _Responder,
-                                 error: Errors) -> None:
+    def _on_static_member_stored(
+        self,
+        group: GroupMetadata,
+        member: MemberMetadata,
+        old_member_id: str,
+        new_member_id: str,
+        group_instance_id: str,
+        old_protocols: Protocols,
+        old_rebalance_timeout_ms: int,
+        old_session_timeout_ms: int,
+        current_leader: str | None,
+        respond: _Responder,
+        error: Errors,
+    ) -> None:
         if error is not Errors.NONE:
             # Revert to the old member id (the write that would make the new one durable failed).
             if group.members.get(new_member_id) is member:
-                group.update_member(member, old_protocols, old_rebalance_timeout_ms,
-                                    old_session_timeout_ms, None)
+                group.update_member(member, old_protocols, old_rebalance_timeout_ms, old_session_timeout_ms, None)
                 if group.current_static_member_id(group_instance_id) == new_member_id:
-                    restored = group.replace_static_member(group_instance_id, new_member_id,
-                                                           old_member_id)
+                    restored = group.replace_static_member(group_instance_id, new_member_id, old_member_id)
                     self._complete_and_schedule_next_heartbeat_expiration(group, restored)
-            respond.answer_if_unanswered(JoinGroupResult(
-                [], UNKNOWN_MEMBER_ID, group.generation_id, group.protocol_type,
-                group.protocol_name, current_leader or NO_LEADER, error))
+            respond.answer_if_unanswered(
+                JoinGroupResult(
+                    [],
+                    UNKNOWN_MEMBER_ID,
+                    group.generation_id,
+                    group.protocol_type,
+                    group.protocol_name,
+                    current_leader or NO_LEADER,
+                    error,
+                )
+            )
         else:
             # Return the old leader id so that a rejoining leader does not run a trivial
             # assignment that a Stable group would not broadcast (JoinGroup < v9 behaviour).
-            group.maybe_invoke_join_callback(member, JoinGroupResult(
-                [], new_member_id, group.generation_id, group.protocol_type,
-                group.protocol_name, current_leader or NO_LEADER, Errors.NONE))
+            group.maybe_invoke_join_callback(
+                member,
+                JoinGroupResult(
+                    [],
+                    new_member_id,
+                    group.generation_id,
+                    group.protocol_type,
+                    group.protocol_name,
+                    current_leader or NO_LEADER,
+                    Errors.NONE,
+                ),
+            )
 
-    def _update_member_and_rebalance(self, group: GroupMetadata, member: MemberMetadata,
-                                     protocols: Protocols, rebalance_timeout_ms: int,
-                                     session_timeout_ms: int, respond: _Responder) -> None:
+    def _update_member_and_rebalance(
+        self,
+        group: GroupMetadata,
+        member: MemberMetadata,
+        protocols: Protocols,
+        rebalance_timeout_ms: int,
+        session_timeout_ms: int,
+        respond: _Responder,
+    ) -> None:
         group.update_member(member, protocols, rebalance_timeout_ms, session_timeout_ms, respond)
         self._maybe_prepare_rebalance(group)
 
@@ -528,8 +746,7 @@ class GroupCoordinator:
         delay = self.config.initial_rebalance_delay_ms
         op: DelayedJoin
         if group.is_(Empty):
-            op = InitialDelayedJoin(self, group, delay, delay,
-                                    max(group.rebalance_timeout_ms - delay, 0))
+            op = InitialDelayedJoin(self, group, delay, delay, max(group.rebalance_timeout_ms - delay, 0))
         else:
             op = DelayedJoin(self, group, group.rebalance_timeout_ms)
         group.transition_to(PreparingRebalance)
@@ -551,9 +768,9 @@ class GroupCoordinator:
             delay = min(op.configured_rebalance_delay_ms, op.remaining_ms)
             remaining = max(op.remaining_ms - op.delay_ms, 0)
             self.rebalance_purgatory.try_complete_else_watch(
-                InitialDelayedJoin(self, group, op.configured_rebalance_delay_ms, delay,
-                                   remaining),
-                [GroupJoinKey(group.group_id)])
+                InitialDelayedJoin(self, group, op.configured_rebalance_delay_ms, delay, remaining),
+                [GroupJoinKey(group.group_id)],
+            )
         else:
             self.on_complete_join(group)
 
@@ -574,23 +791,23 @@ class GroupCoordinator:
             # timeout Kafka spins while real time passes; on a virtual clock a 0 ms re-arm
             # would fire again at the same instant forever.
             self.rebalance_purgatory.try_complete_else_watch(
-                DelayedJoin(self, group, max(group.rebalance_timeout_ms, 1)),
-                [GroupJoinKey(group.group_id)])
+                DelayedJoin(self, group, max(group.rebalance_timeout_ms, 1)), [GroupJoinKey(group.group_id)]
+            )
             return
 
         group.init_next_generation()
         if group.is_(Empty):
+
             def on_stored(error: Errors) -> None:
                 if error is not Errors.NONE:
                     # Safe to ignore: an empty generation has no members to mislead.
-                    log.warning("Failed to write empty metadata for group %s: %s",
-                                group.group_id, error.name)
+                    log.warning("Failed to write empty metadata for group %s: %s", group.group_id, error.name)
+
             self.store.store_group(StoredGroup.of(group, {}), on_stored)
             return
 
         for member in group.all_member_metadata():
-            result = self._current_join_result(group, member.member_id,
-                                               with_members=group.is_leader(member.member_id))
+            result = self._current_join_result(group, member.member_id, with_members=group.is_leader(member.member_id))
             group.maybe_invoke_join_callback(member, result)
             self._complete_and_schedule_next_heartbeat_expiration(group, member)
             member.is_new = False
@@ -603,8 +820,8 @@ class GroupCoordinator:
 
     def _schedule_pending_sync(self, group: GroupMetadata) -> None:
         self.rebalance_purgatory.try_complete_else_watch(
-            DelayedSync(self, group, group.generation_id, group.rebalance_timeout_ms),
-            [GroupSyncKey(group.group_id)])
+            DelayedSync(self, group, group.generation_id, group.rebalance_timeout_ms), [GroupSyncKey(group.group_id)]
+        )
 
     def _remove_pending_sync_member(self, group: GroupMetadata, member_id: str) -> None:
         group.remove_pending_sync_member(member_id)
@@ -618,8 +835,9 @@ class GroupCoordinator:
         self.rebalance_purgatory.check_and_complete(GroupSyncKey(group.group_id))
 
     @_never_raise(default=False)
-    def try_complete_pending_sync(self, group: GroupMetadata, generation_id: int,
-                                  force_complete: Callable[[], bool]) -> bool:
+    def try_complete_pending_sync(
+        self, group: GroupMetadata, generation_id: int, force_complete: Callable[[], bool]
+    ) -> bool:
         """DelayedSync.tryComplete: done when every member synced or the generation moved on."""
         if generation_id != group.generation_id:
             return force_complete()
@@ -633,12 +851,15 @@ class GroupCoordinator:
     def on_expire_pending_sync(self, group: GroupMetadata, generation_id: int) -> None:
         """DelayedSync.onExpiration: remove members that never synced and rebalance."""
         if generation_id != group.generation_id:
-            log.error("Unexpected sync expiration for %s, generation %d (group is at %d)",
-                      group.group_id, generation_id, group.generation_id)
+            log.error(
+                "Unexpected sync expiration for %s, generation %d (group is at %d)",
+                group.group_id,
+                generation_id,
+                group.generation_id,
+            )
             return
         if group.state in (Dead, Empty, PreparingRebalance):
-            log.error("Unexpected sync expiration for %s in state %s", group.group_id,
-                      group.state)
+            log.error("Unexpected sync expiration for %s in state %s", group.group_id, group.state)
             return
         if not group.has_received_sync_from_all_members:
             pending = sorted(group.pending_sync_members)
@@ -650,27 +871,51 @@ class GroupCoordinator:
     # ==========================================================================================
     # SyncGroup
     # ==========================================================================================
-    def handle_sync_group(self, group_id: str, generation: int, member_id: str,
-                          protocol_type: Optional[str], protocol_name: Optional[str],
-                          group_instance_id: Optional[str], group_assignment: dict[str, str],
-                          response_callback: Callable[[SyncGroupResult], None]) -> None:
+    def handle_sync_group(
+        self,
+        group_id: str,
+        generation: int,
+        member_id: str,
+        protocol_type: str | None,
+        protocol_name: str | None,
+        group_instance_id: str | None,
+        group_assignment: dict[str, str],
+        response_callback: Callable[[SyncGroupResult], None],
+    ) -> None:
         respond = _Responder(self, "sync", group_id, response_callback)
-        self._notify("on_request", "sync", group_id, {
-            "generation": generation, "member_id": member_id, "protocol_type": protocol_type,
-            "protocol_name": protocol_name, "group_instance_id": group_instance_id,
-            "group_assignment": dict(group_assignment or {})})
+        self._notify(
+            "on_request",
+            "sync",
+            group_id,
+            {
+                "generation": generation,
+                "member_id": member_id,
+                "protocol_type": protocol_type,
+                "protocol_name": protocol_name,
+                "group_instance_id": group_instance_id,
+                "group_assignment": dict(group_assignment or {}),
+            },
+        )
         try:
             assignment = {str(k): str(v) for k, v in (group_assignment or {}).items()}
-            self._sync_group(group_id, generation, member_id, protocol_type, protocol_name,
-                             group_instance_id, assignment, respond)
+            self._sync_group(
+                group_id, generation, member_id, protocol_type, protocol_name, group_instance_id, assignment, respond
+            )
         except Exception:
             self._record_internal_error("handle_sync_group")
             respond.answer_if_unanswered(SyncGroupResult(Errors.UNKNOWN_SERVER_ERROR))
 
-    def _sync_group(self, group_id: str, generation: int, member_id: str,
-                    protocol_type: Optional[str], protocol_name: Optional[str],
-                    group_instance_id: Optional[str], assignment: dict[str, str],
-                    respond: _Responder) -> None:
+    def _sync_group(
+        self,
+        group_id: str,
+        generation: int,
+        member_id: str,
+        protocol_type: str | None,
+        protocol_name: str | None,
+        group_instance_id: str | None,
+        assignment: dict[str, str],
+        respond: _Responder,
+    ) -> None:
         error = self._validate_group_status(group_id)
         if error is not None:
             respond(SyncGroupResult(error))
@@ -679,8 +924,7 @@ class GroupCoordinator:
         if group is None:
             respond(SyncGroupResult(Errors.UNKNOWN_MEMBER_ID))
             return
-        error = self._validate_sync_group(group, generation, member_id, protocol_type,
-                                          protocol_name, group_instance_id)
+        error = self._validate_sync_group(group, generation, member_id, protocol_type, protocol_name, group_instance_id)
         if error is not None:
             respond(SyncGroupResult(error))
             return
@@ -708,15 +952,20 @@ class GroupCoordinator:
         elif state is Stable:
             self._remove_pending_sync_member(group, member_id)
             member = group.get(member_id)
-            respond(SyncGroupResult(Errors.NONE, group.protocol_type, group.protocol_name,
-                                    member.assignment))
+            respond(SyncGroupResult(Errors.NONE, group.protocol_type, group.protocol_name, member.assignment))
             self._complete_and_schedule_next_heartbeat_expiration(group, member)
         else:
             raise ValueError(f"Sync for Dead group {group.group_id} passed validation")
 
-    def _validate_sync_group(self, group: GroupMetadata, generation: int, member_id: str,
-                             protocol_type: Optional[str], protocol_name: Optional[str],
-                             group_instance_id: Optional[str]) -> Optional[Errors]:
+    def _validate_sync_group(
+        self,
+        group: GroupMetadata,
+        generation: int,
+        member_id: str,
+        protocol_type: str | None,
+        protocol_name: str | None,
+        group_instance_id: str | None,
+    ) -> Errors | None:
         if group.is_(Dead):
             return Errors.COORDINATOR_NOT_AVAILABLE
         error = self._validate_current_member(group, member_id, group_instance_id)
@@ -731,8 +980,9 @@ class GroupCoordinator:
         return None
 
     @_never_raise()
-    def _on_assignment_stored(self, group: GroupMetadata, generation_id: int,
-                              assignment: dict[str, str], error: Errors) -> None:
+    def _on_assignment_stored(
+        self, group: GroupMetadata, generation_id: int, assignment: dict[str, str], error: Errors
+    ) -> None:
         # A member may have joined (or the group moved) while the write was in flight.
         if group.is_(CompletingRebalance) and generation_id == group.generation_id:
             if error is not Errors.NONE:
@@ -742,8 +992,7 @@ class GroupCoordinator:
                 self._set_and_propagate_assignment(group, assignment)
                 group.transition_to(Stable)
 
-    def _set_and_propagate_assignment(self, group: GroupMetadata,
-                                      assignment: dict[str, str]) -> None:
+    def _set_and_propagate_assignment(self, group: GroupMetadata, assignment: dict[str, str]) -> None:
         for member in group.all_member_metadata():
             member.assignment = assignment.get(member.member_id, "")
         self._propagate_assignment(group, Errors.NONE)
@@ -767,21 +1016,28 @@ class GroupCoordinator:
     # ==========================================================================================
     # Heartbeat
     # ==========================================================================================
-    def handle_heartbeat(self, group_id: str, member_id: str, group_instance_id: Optional[str],
-                         generation_id: int,
-                         response_callback: Callable[[Errors], None]) -> None:
+    def handle_heartbeat(
+        self,
+        group_id: str,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        response_callback: Callable[[Errors], None],
+    ) -> None:
         respond = _Responder(self, "heartbeat", group_id, response_callback)
-        self._notify("on_request", "heartbeat", group_id, {
-            "member_id": member_id, "group_instance_id": group_instance_id,
-            "generation_id": generation_id})
+        self._notify(
+            "on_request",
+            "heartbeat",
+            group_id,
+            {"member_id": member_id, "group_instance_id": group_instance_id, "generation_id": generation_id},
+        )
         try:
             respond(self._heartbeat(group_id, member_id, group_instance_id, generation_id))
         except Exception:
             self._record_internal_error("handle_heartbeat")
             respond.answer_if_unanswered(Errors.UNKNOWN_SERVER_ERROR)
 
-    def _heartbeat(self, group_id: str, member_id: str, group_instance_id: Optional[str],
-                   generation_id: int) -> Errors:
+    def _heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int) -> Errors:
         error = self._validate_group_status(group_id)
         if error is not None:
             return error
@@ -806,12 +1062,12 @@ class GroupCoordinator:
             return Errors.REBALANCE_IN_PROGRESS
         return Errors.NONE
 
-    def _complete_and_schedule_next_heartbeat_expiration(self, group: GroupMetadata,
-                                                         member: MemberMetadata) -> None:
+    def _complete_and_schedule_next_heartbeat_expiration(self, group: GroupMetadata, member: MemberMetadata) -> None:
         self._complete_and_schedule_next_expiration(group, member, member.session_timeout_ms)
 
-    def _complete_and_schedule_next_expiration(self, group: GroupMetadata,
-                                               member: MemberMetadata, timeout_ms: int) -> None:
+    def _complete_and_schedule_next_expiration(
+        self, group: GroupMetadata, member: MemberMetadata, timeout_ms: int
+    ) -> None:
         key = MemberKey(group.group_id, member.member_id)
         # complete the current expectation ...
         member.heartbeat_satisfied = True
@@ -819,20 +1075,21 @@ class GroupCoordinator:
         # ... and expect the next one
         member.heartbeat_satisfied = False
         self.heartbeat_purgatory.try_complete_else_watch(
-            DelayedHeartbeat(self, group, member.member_id, False, timeout_ms), [key])
+            DelayedHeartbeat(self, group, member.member_id, False, timeout_ms), [key]
+        )
 
-    def _add_pending_member_expiration(self, group: GroupMetadata, member_id: str,
-                                       timeout_ms: int) -> None:
+    def _add_pending_member_expiration(self, group: GroupMetadata, member_id: str, timeout_ms: int) -> None:
         self.heartbeat_purgatory.try_complete_else_watch(
-            DelayedHeartbeat(self, group, member_id, True, timeout_ms),
-            [MemberKey(group.group_id, member_id)])
+            DelayedHeartbeat(self, group, member_id, True, timeout_ms), [MemberKey(group.group_id, member_id)]
+        )
 
     def _remove_heartbeat_for_leaving_member(self, group: GroupMetadata, member_id: str) -> None:
         self.heartbeat_purgatory.check_and_complete(MemberKey(group.group_id, member_id))
 
     @_never_raise(default=False)
-    def try_complete_heartbeat(self, group: GroupMetadata, member_id: str, is_pending: bool,
-                               force_complete: Callable[[], bool]) -> bool:
+    def try_complete_heartbeat(
+        self, group: GroupMetadata, member_id: str, is_pending: bool, force_complete: Callable[[], bool]
+    ) -> bool:
         """DelayedHeartbeat.tryComplete."""
         if group.is_(Dead):
             return force_complete()
@@ -845,8 +1102,7 @@ class GroupCoordinator:
         return False
 
     @_never_raise()
-    def on_expire_heartbeat(self, group: GroupMetadata, member_id: str,
-                            is_pending: bool) -> None:
+    def on_expire_heartbeat(self, group: GroupMetadata, member_id: str, is_pending: bool) -> None:
         """DelayedHeartbeat.onExpiration: the session (or pending id, or new-member join) ran
         out."""
         if group.is_(Dead):
@@ -858,12 +1114,12 @@ class GroupCoordinator:
         if member is not None and not member.has_satisfied_heartbeat:
             self._remove_member_and_update_group(group, member)
 
-    def _remove_member_and_update_group(self, group: GroupMetadata,
-                                        member: MemberMetadata) -> None:
+    def _remove_member_and_update_group(self, group: GroupMetadata, member: MemberMetadata) -> None:
         # A new member may time out with a parked JoinGroup: answer it before removing it, so
         # the client retries.
         group.maybe_invoke_join_callback(
-            member, JoinGroupResult.error_result(UNKNOWN_MEMBER_ID, Errors.UNKNOWN_MEMBER_ID))
+            member, JoinGroupResult.error_result(UNKNOWN_MEMBER_ID, Errors.UNKNOWN_MEMBER_ID)
+        )
         group.remove(member.member_id)
         state = group.state
         if state in (Stable, CompletingRebalance):
@@ -871,8 +1127,7 @@ class GroupCoordinator:
         elif state is PreparingRebalance:
             self.rebalance_purgatory.check_and_complete(GroupJoinKey(group.group_id))
 
-    def _remove_pending_member_and_update_group(self, group: GroupMetadata,
-                                                member_id: str) -> None:
+    def _remove_pending_member_and_update_group(self, group: GroupMetadata, member_id: str) -> None:
         group.remove(member_id)
         if group.is_(PreparingRebalance):
             self.rebalance_purgatory.check_and_complete(GroupJoinKey(group.group_id))
@@ -880,8 +1135,12 @@ class GroupCoordinator:
     # ==========================================================================================
     # LeaveGroup
     # ==========================================================================================
-    def handle_leave_group(self, group_id: str, leaving_members: list[LeaveMemberIdentity],
-                           response_callback: Callable[[LeaveGroupResult], None]) -> None:
+    def handle_leave_group(
+        self,
+        group_id: str,
+        leaving_members: list[LeaveMemberIdentity],
+        response_callback: Callable[[LeaveGroupResult], None],
+    ) -> None:
         respond = _Responder(self, "leave", group_id, response_callback)
         members = list(leaving_members or [])
         self._notify("on_request", "leave", group_id, {"leaving_members": members})
@@ -891,25 +1150,23 @@ class GroupCoordinator:
             self._record_internal_error("handle_leave_group")
             respond.answer_if_unanswered(LeaveGroupResult(Errors.UNKNOWN_SERVER_ERROR, []))
 
-    def _leave_group(self, group_id: str,
-                     leaving_members: Sequence[LeaveMemberIdentity]) -> LeaveGroupResult:
+    def _leave_group(self, group_id: str, leaving_members: Sequence[LeaveMemberIdentity]) -> LeaveGroupResult:
         error = self._validate_group_status(group_id)
         if error is not None:
             return LeaveGroupResult(error, [])
         group = self._groups.get(group_id)
         if group is None:
-            return LeaveGroupResult(Errors.NONE, [
-                (m.member_id, m.group_instance_id, Errors.UNKNOWN_MEMBER_ID)
-                for m in leaving_members])
+            return LeaveGroupResult(
+                Errors.NONE, [(m.member_id, m.group_instance_id, Errors.UNKNOWN_MEMBER_ID) for m in leaving_members]
+            )
         if group.is_(Dead):
             return LeaveGroupResult(Errors.COORDINATOR_NOT_AVAILABLE, [])
-        responses: list[tuple[str, Optional[str], Errors]] = []
+        responses: list[tuple[str, str | None, Errors]] = []
         for leaving in leaving_members:
             member_id, instance_id = leaving.member_id, leaving.group_instance_id
             if member_id == UNKNOWN_MEMBER_ID:
                 # Administrative removal of a static member by its instance id.
-                current = (group.current_static_member_id(instance_id)
-                           if instance_id is not None else None)
+                current = group.current_static_member_id(instance_id) if instance_id is not None else None
                 if current is not None:
                     self._remove_current_member_from_group(group, current)
                     member_error = Errors.NONE
@@ -957,14 +1214,13 @@ class GroupCoordinator:
         if previous is PreparingRebalance:
             for member in group.all_member_metadata():
                 group.maybe_invoke_join_callback(
-                    member, JoinGroupResult.error_result(member.member_id,
-                                                         Errors.NOT_COORDINATOR))
+                    member, JoinGroupResult.error_result(member.member_id, Errors.NOT_COORDINATOR)
+                )
             self.rebalance_purgatory.check_and_complete(GroupJoinKey(group.group_id))
         elif previous in (Stable, CompletingRebalance):
             for member in group.all_member_metadata():
                 group.maybe_invoke_sync_callback(member, SyncGroupResult(Errors.NOT_COORDINATOR))
-                self.heartbeat_purgatory.check_and_complete(
-                    MemberKey(group.group_id, member.member_id))
+                self.heartbeat_purgatory.check_and_complete(MemberKey(group.group_id, member.member_id))
         self._remove_sync_expiration(group)
 
     def on_group_loaded(self, group_id: str) -> None:
@@ -989,16 +1245,30 @@ class GroupCoordinator:
     def _group_from_record(self, record: StoredGroup) -> GroupMetadata:
         protocol_type = record.protocol_type or ""
         members = [
-            MemberMetadata(m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                           m.rebalance_timeout_ms, m.session_timeout_ms, protocol_type,
-                           [(record.protocol_name, m.subscription)]
-                           if record.protocol_name is not None else [],
-                           m.assignment)
-            for m in record.members]
+            MemberMetadata(
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.client_host,
+                m.rebalance_timeout_ms,
+                m.session_timeout_ms,
+                protocol_type,
+                [(record.protocol_name, m.subscription)] if record.protocol_name is not None else [],
+                m.assignment,
+            )
+            for m in record.members
+        ]
         state = Stable if members else Empty
-        return GroupMetadata.load(record.group_id, state, record.generation_id,
-                                  record.protocol_type, record.protocol_name, record.leader_id,
-                                  members, self._on_transition)
+        return GroupMetadata.load(
+            record.group_id,
+            state,
+            record.generation_id,
+            record.protocol_type,
+            record.protocol_name,
+            record.leader_id,
+            members,
+            self._on_transition,
+        )
 
     def _on_loaded(self, group: GroupMetadata) -> None:
         max_size = self.config.max_group_size
@@ -1011,14 +1281,14 @@ class GroupCoordinator:
     # ==========================================================================================
     # Plumbing
     # ==========================================================================================
-    def _validate_group_status(self, group_id: str) -> Optional[Errors]:
+    def _validate_group_status(self, group_id: str) -> Errors | None:
         if not isinstance(group_id, str) or not group_id:
             return Errors.INVALID_GROUP_ID
         if group_id in self._not_coordinator:
             return Errors.NOT_COORDINATOR
         return None
 
-    def _get_or_maybe_create_group(self, group_id: str, create: bool) -> Optional[GroupMetadata]:
+    def _get_or_maybe_create_group(self, group_id: str, create: bool) -> GroupMetadata | None:
         group = self._groups.get(group_id)
         if group is None and create:
             group = GroupMetadata(group_id, Empty, self._on_transition)
@@ -1031,8 +1301,9 @@ class GroupCoordinator:
     @_never_raise()
     def on_delayed_operation_expiring(self, op: Any) -> None:
         """Called by a delayed operation whose timer fired, before the expiry takes effect."""
-        if self._groups.get(op.group.group_id) is op.group:
-            self._notify("on_timer", op.timer_kind, op.group.group_id, op.timer_member_id)
+        group: GroupMetadata | None = op.group
+        if group is not None and self._groups.get(group.group_id) is group:
+            self._notify("on_timer", op.timer_kind, group.group_id, op.timer_member_id)
 
     def _notify(self, hook: str, *args: Any) -> None:
         if self.observer is None:
@@ -1050,7 +1321,17 @@ class GroupCoordinator:
 
 
 __all__ = [
-    "CoordinatorObserver", "GroupConfig", "GroupCoordinator", "JoinGroupResponseMember",
-    "JoinGroupResult", "LeaveGroupResult", "LeaveMemberIdentity", "SyncGroupResult",
-    "NO_GENERATION", "NO_LEADER", "UNKNOWN_MEMBER_ID", "Errors", "GroupState",
+    "CoordinatorObserver",
+    "GroupConfig",
+    "GroupCoordinator",
+    "JoinGroupResponseMember",
+    "JoinGroupResult",
+    "LeaveGroupResult",
+    "LeaveMemberIdentity",
+    "SyncGroupResult",
+    "NO_GENERATION",
+    "NO_LEADER",
+    "UNKNOWN_MEMBER_ID",
+    "Errors",
+    "GroupState",
 ]

@@ -8,13 +8,20 @@ an unload and a load the old operations act on the old (Dead) object and do noth
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 # The watch keys live beside the purgatory; re-exported here, where the operations are.
 from kgc.impl.purgatory import DelayedOperation, GroupJoinKey, GroupSyncKey, MemberKey
 
-__all__ = ["DelayedHeartbeat", "DelayedJoin", "DelayedSync", "GroupJoinKey", "GroupSyncKey",
-           "InitialDelayedJoin", "MemberKey"]
+__all__ = [
+    "DelayedHeartbeat",
+    "DelayedJoin",
+    "DelayedSync",
+    "GroupJoinKey",
+    "GroupSyncKey",
+    "InitialDelayedJoin",
+    "MemberKey",
+]
 
 if TYPE_CHECKING:
     from kgc.impl.coordinator import GroupCoordinator
@@ -32,14 +39,13 @@ class _CoordinatorOperation(DelayedOperation):
 
     timer_kind = "delayed"
 
-    def __init__(self, coordinator: GroupCoordinator, group: GroupMetadata,
-                 delay_ms: int) -> None:
+    def __init__(self, coordinator: GroupCoordinator, group: GroupMetadata, delay_ms: int) -> None:
         super().__init__(_non_negative(delay_ms))
         self.coordinator = coordinator
         self.group = group
 
     @property
-    def timer_member_id(self) -> Optional[str]:
+    def timer_member_id(self) -> str | None:
         return None
 
     def run(self) -> None:
@@ -69,8 +75,14 @@ class InitialDelayedJoin(DelayedJoin):
 
     timer_kind = "initial_join"
 
-    def __init__(self, coordinator: GroupCoordinator, group: GroupMetadata,
-                 configured_rebalance_delay_ms: int, delay_ms: int, remaining_ms: int) -> None:
+    def __init__(
+        self,
+        coordinator: GroupCoordinator,
+        group: GroupMetadata,
+        configured_rebalance_delay_ms: int,
+        delay_ms: int,
+        remaining_ms: int,
+    ) -> None:
         super().__init__(coordinator, group, delay_ms)
         self.configured_rebalance_delay_ms = configured_rebalance_delay_ms
         self.remaining_ms = remaining_ms
@@ -85,8 +97,9 @@ class InitialDelayedJoin(DelayedJoin):
 class DelayedHeartbeat(_CoordinatorOperation):
     """A member's session timeout (or a pending member's, or a new member's join timeout)."""
 
-    def __init__(self, coordinator: GroupCoordinator, group: GroupMetadata, member_id: str,
-                 is_pending: bool, timeout_ms: int) -> None:
+    def __init__(
+        self, coordinator: GroupCoordinator, group: GroupMetadata, member_id: str, is_pending: bool, timeout_ms: int
+    ) -> None:
         super().__init__(coordinator, group, timeout_ms)
         self.member_id = member_id
         self.is_pending = is_pending
@@ -96,12 +109,11 @@ class DelayedHeartbeat(_CoordinatorOperation):
         return "pending_member" if self.is_pending else "heartbeat"
 
     @property
-    def timer_member_id(self) -> Optional[str]:
+    def timer_member_id(self) -> str | None:
         return self.member_id
 
     def try_complete(self) -> bool:
-        return self.coordinator.try_complete_heartbeat(
-            self.group, self.member_id, self.is_pending, self.force_complete)
+        return self.coordinator.try_complete_heartbeat(self.group, self.member_id, self.is_pending, self.force_complete)
 
     def on_complete(self) -> None:
         pass
@@ -116,14 +128,14 @@ class DelayedSync(_CoordinatorOperation):
 
     timer_kind = "sync"
 
-    def __init__(self, coordinator: GroupCoordinator, group: GroupMetadata, generation_id: int,
-                 rebalance_timeout_ms: int) -> None:
+    def __init__(
+        self, coordinator: GroupCoordinator, group: GroupMetadata, generation_id: int, rebalance_timeout_ms: int
+    ) -> None:
         super().__init__(coordinator, group, rebalance_timeout_ms)
         self.generation_id = generation_id
 
     def try_complete(self) -> bool:
-        return self.coordinator.try_complete_pending_sync(
-            self.group, self.generation_id, self.force_complete)
+        return self.coordinator.try_complete_pending_sync(self.group, self.generation_id, self.force_complete)
 
     def on_complete(self) -> None:
         pass

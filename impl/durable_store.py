@@ -25,7 +25,7 @@ import struct
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from kgc.impl.errors import Errors
 from kgc.impl.store import StoreCallback, StoredGroup, StoredMember
@@ -43,12 +43,13 @@ MAX_RECORD_BYTES = 16 * 1024 * 1024
 @dataclass(frozen=True)
 class RecoveryReport:
     """What opening the file found: how much was valid and what was thrown away, and why."""
+
     path: str
     records: int
     groups: int
     valid_bytes: int
     discarded_bytes: int
-    problem: Optional[str]       # "offset N: torn record (...)" / "offset N: CRC mismatch" / None
+    problem: str | None  # "offset N: torn record (...)" / "offset N: CRC mismatch" / None
 
     def summary(self) -> str:
         text = f"{self.path}: recovered {self.groups} group(s) from {self.records} record(s), {self.valid_bytes} bytes"
@@ -68,13 +69,13 @@ def decode_record(payload: bytes) -> StoredGroup:
     return StoredGroup(members=members, **raw)
 
 
-def _scan(data: bytes) -> tuple[dict[str, StoredGroup], int, int, Optional[str]]:
+def _scan(data: bytes) -> tuple[dict[str, StoredGroup], int, int, str | None]:
     """The last record per group in `data`, the count of valid records, the length of the valid
     prefix, and the problem that ended the scan (None when the whole file was valid)."""
     groups: dict[str, StoredGroup] = {}
     if len(data) < len(MAGIC):
         return groups, 0, 0, (f"offset 0: torn header ({len(data)} of {len(MAGIC)} bytes)" if data else None)
-    if data[:len(MAGIC)] != MAGIC:
+    if data[: len(MAGIC)] != MAGIC:
         return groups, 0, 0, "offset 0: not a kgc group store (bad magic)"
     offset, count = len(MAGIC), 0
     while offset < len(data):
@@ -86,7 +87,7 @@ def _scan(data: bytes) -> tuple[dict[str, StoredGroup], int, int, Optional[str]]
         end = offset + _HEADER.size + length
         if end > len(data):
             return groups, count, offset, f"offset {offset}: torn record ({len(data) - offset} of {end - offset} bytes)"
-        payload = data[offset + _HEADER.size:end]
+        payload = data[offset + _HEADER.size : end]
         if zlib.crc32(payload) != crc:
             return groups, count, offset, f"offset {offset}: CRC mismatch"
         try:
@@ -115,8 +116,9 @@ class FileGroupStore:
     key. `fsync=False` is for benchmarks only; it gives up the guarantee this class exists for.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, compact_ratio: int = 4,
-                 compact_min_records: int = 64, fsync: bool = True) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, compact_ratio: int = 4, compact_min_records: int = 64, fsync: bool = True
+    ) -> None:
         self.path = Path(path)
         self.compact_ratio = compact_ratio
         self.compact_min_records = compact_min_records
@@ -156,7 +158,7 @@ class FileGroupStore:
         self._maybe_compact()
         callback(Errors.NONE)
 
-    def load_group(self, group_id: str) -> Optional[StoredGroup]:
+    def load_group(self, group_id: str) -> StoredGroup | None:
         return self._records.get(group_id)
 
     # -- beyond the interface ------------------------------------------------------------------
@@ -176,7 +178,7 @@ class FileGroupStore:
             blob = MAGIC + b"".join(encode_record(self._records[g]) for g in sorted(self._records))
             view = memoryview(blob)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -202,12 +204,12 @@ class FileGroupStore:
     def _recover(self) -> RecoveryReport:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         leftover = self.path.with_name(self.path.name + ".compacting")
-        if leftover.exists():          # a compaction that crashed before its rename
+        if leftover.exists():  # a compaction that crashed before its rename
             leftover.unlink()
         data = self.path.read_bytes() if self.path.exists() else b""
         groups, count, valid, problem = _scan(data)
         self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        if valid < len(MAGIC):         # empty, torn or foreign header: start a fresh file
+        if valid < len(MAGIC):  # empty, torn or foreign header: start a fresh file
             os.ftruncate(self._fd, 0)
             self._write_all(MAGIC)
             valid_total = 0
@@ -218,13 +220,14 @@ class FileGroupStore:
         os.fsync(self._fd)
         self._records = groups
         self._records_in_file = count
-        return RecoveryReport(str(self.path), count, len(groups), valid_total, len(data) - valid_total
-                              if problem else 0, problem)
+        return RecoveryReport(
+            str(self.path), count, len(groups), valid_total, len(data) - valid_total if problem else 0, problem
+        )
 
     def _write_all(self, data: bytes) -> None:
         view = memoryview(data)
         while view:
-            view = view[os.write(self._fd, view):]
+            view = view[os.write(self._fd, view) :]
 
     def _maybe_compact(self) -> None:
         """Compaction is housekeeping: if it fails (disk full), the appended record is already

@@ -12,8 +12,9 @@ from __future__ import annotations
 import random
 import uuid
 from collections import Counter
+from collections.abc import Callable, Iterable
 from enum import Enum
-from typing import Any, Callable, Iterable, Optional
+from typing import Any
 
 Protocols = list[tuple[str, str]]
 Callback = Callable[[Any], None]
@@ -39,13 +40,18 @@ class GroupState(Enum):
 
 
 _VALID_PREVIOUS_STATES: dict[GroupState, frozenset[GroupState]] = {
-    GroupState.PreparingRebalance: frozenset(
-        {GroupState.Stable, GroupState.CompletingRebalance, GroupState.Empty}),
+    GroupState.PreparingRebalance: frozenset({GroupState.Stable, GroupState.CompletingRebalance, GroupState.Empty}),
     GroupState.CompletingRebalance: frozenset({GroupState.PreparingRebalance}),
     GroupState.Stable: frozenset({GroupState.CompletingRebalance}),
-    GroupState.Dead: frozenset({GroupState.Stable, GroupState.PreparingRebalance,
-                                GroupState.CompletingRebalance, GroupState.Empty,
-                                GroupState.Dead}),
+    GroupState.Dead: frozenset(
+        {
+            GroupState.Stable,
+            GroupState.PreparingRebalance,
+            GroupState.CompletingRebalance,
+            GroupState.Empty,
+            GroupState.Dead,
+        }
+    ),
     GroupState.Empty: frozenset({GroupState.PreparingRebalance}),
 }
 
@@ -54,7 +60,7 @@ class IllegalStateTransition(Exception):
     """Raised by `transition_to` when Kafka's assertValidTransition would throw."""
 
 
-def normalize_protocols(protocols: Optional[Iterable[Any]]) -> Protocols:
+def normalize_protocols(protocols: Iterable[Any] | None) -> Protocols:
     """Protocols as a list of (name, metadata) tuples: scenario files give JSON lists."""
     if protocols is None:
         return []
@@ -68,9 +74,18 @@ class MemberMetadata:
     response callbacks; `heartbeat_satisfied` is the flag DelayedHeartbeat completes on.
     """
 
-    def __init__(self, member_id: str, group_instance_id: Optional[str], client_id: str,
-                 client_host: str, rebalance_timeout_ms: int, session_timeout_ms: int,
-                 protocol_type: str, protocols: Protocols, assignment: str = "") -> None:
+    def __init__(
+        self,
+        member_id: str,
+        group_instance_id: str | None,
+        client_id: str,
+        client_host: str,
+        rebalance_timeout_ms: int,
+        session_timeout_ms: int,
+        protocol_type: str,
+        protocols: Protocols,
+        assignment: str = "",
+    ) -> None:
         self.member_id = member_id
         self.group_instance_id = group_instance_id
         self.client_id = client_id
@@ -80,8 +95,8 @@ class MemberMetadata:
         self.protocol_type = protocol_type
         self.protocols: Protocols = list(protocols)
         self.assignment = assignment
-        self.awaiting_join_callback: Optional[Callback] = None
-        self.awaiting_sync_callback: Optional[Callback] = None
+        self.awaiting_join_callback: Callback | None = None
+        self.awaiting_sync_callback: Callback | None = None
         self.is_leaving = False
         self.is_new = False
         self.heartbeat_satisfied = False
@@ -130,39 +145,52 @@ class MemberMetadata:
         raise ValueError(f"Member {self.member_id} does not support any candidate protocol")
 
     def __repr__(self) -> str:
-        return (f"MemberMetadata(member_id={self.member_id!r}, "
-                f"group_instance_id={self.group_instance_id!r}, client_id={self.client_id!r}, "
-                f"session_timeout_ms={self.session_timeout_ms}, "
-                f"rebalance_timeout_ms={self.rebalance_timeout_ms}, "
-                f"protocols={[n for n, _ in self.protocols]})")
+        return (
+            f"MemberMetadata(member_id={self.member_id!r}, "
+            f"group_instance_id={self.group_instance_id!r}, client_id={self.client_id!r}, "
+            f"session_timeout_ms={self.session_timeout_ms}, "
+            f"rebalance_timeout_ms={self.rebalance_timeout_ms}, "
+            f"protocols={[n for n, _ in self.protocols]})"
+        )
 
 
 class GroupMetadata:
     """One group's membership and state (GroupMetadata.scala, without offsets)."""
 
-    def __init__(self, group_id: str, initial_state: GroupState = GroupState.Empty,
-                 transition_listener: Optional[TransitionListener] = None) -> None:
+    def __init__(
+        self,
+        group_id: str,
+        initial_state: GroupState = GroupState.Empty,
+        transition_listener: TransitionListener | None = None,
+    ) -> None:
         self.group_id = group_id
         self._state = initial_state
-        self.protocol_type: Optional[str] = None
-        self.protocol_name: Optional[str] = None
+        self.protocol_type: str | None = None
+        self.protocol_name: str | None = None
         self.generation_id = 0
-        self.leader_id: Optional[str] = None
+        self.leader_id: str | None = None
         self.members: dict[str, MemberMetadata] = {}
-        self.static_members: dict[str, str] = {}      # group.instance.id -> member.id
-        self.pending_members: set[str] = set()        # told MEMBER_ID_REQUIRED, not yet joined
-        self.pending_sync_members: set[str] = set()   # joined this generation, no SyncGroup yet
+        self.static_members: dict[str, str] = {}  # group.instance.id -> member.id
+        self.pending_members: set[str] = set()  # told MEMBER_ID_REQUIRED, not yet joined
+        self.pending_sync_members: set[str] = set()  # joined this generation, no SyncGroup yet
         self.num_members_awaiting_join = 0
-        self.new_member_added = False                 # lets InitialDelayedJoin extend its delay
+        self.new_member_added = False  # lets InitialDelayedJoin extend its delay
         self._supported_protocols: Counter[str] = Counter()
         self._transition_listener = transition_listener
 
     # -- construction from the store ---------------------------------------------------------
     @classmethod
-    def load(cls, group_id: str, initial_state: GroupState, generation_id: int,
-             protocol_type: Optional[str], protocol_name: Optional[str],
-             leader_id: Optional[str], members: Iterable[MemberMetadata],
-             transition_listener: Optional[TransitionListener] = None) -> GroupMetadata:
+    def load(
+        cls,
+        group_id: str,
+        initial_state: GroupState,
+        generation_id: int,
+        protocol_type: str | None,
+        protocol_name: str | None,
+        leader_id: str | None,
+        members: Iterable[MemberMetadata],
+        transition_listener: TransitionListener | None = None,
+    ) -> GroupMetadata:
         """GroupMetadata.loadGroup: a group rebuilt from its last stored record."""
         group = cls(group_id, initial_state, transition_listener)
         group.generation_id = generation_id
@@ -191,7 +219,8 @@ class GroupMetadata:
             raise IllegalStateTransition(
                 f"Group {self.group_id} should be in one of "
                 f"{sorted(s.value for s in target.valid_previous_states)} before moving to "
-                f"{target.value}; it is in {self._state.value}")
+                f"{target.value}; it is in {self._state.value}"
+            )
         old = self._state
         self._state = target
         if self._transition_listener is not None:
@@ -217,11 +246,10 @@ class GroupMetadata:
     def all_member_metadata(self) -> list[MemberMetadata]:
         return list(self.members.values())
 
-    def add(self, member: MemberMetadata, callback: Optional[Callback] = None) -> None:
+    def add(self, member: MemberMetadata, callback: Callback | None = None) -> None:
         if member.group_instance_id is not None:
             if member.group_instance_id in self.static_members:
-                raise ValueError(f"Static member {member.group_instance_id} is already in "
-                                 f"group {self.group_id}")
+                raise ValueError(f"Static member {member.group_instance_id} is already in group {self.group_id}")
             self.static_members[member.group_instance_id] = member.member_id
         if not self.members:
             self.protocol_type = member.protocol_type
@@ -260,8 +288,7 @@ class GroupMetadata:
                 return True
         return False
 
-    def replace_static_member(self, group_instance_id: str, old_member_id: str,
-                              new_member_id: str) -> MemberMetadata:
+    def replace_static_member(self, group_instance_id: str, old_member_id: str, new_member_id: str) -> MemberMetadata:
         """Give a static member a new member id, keeping everything else.
 
         Kafka fences the old id's parked callbacks inside this method; here the coordinator
@@ -303,10 +330,10 @@ class GroupMetadata:
     def clear_pending_sync_members(self) -> None:
         self.pending_sync_members.clear()
 
-    def has_static_member(self, group_instance_id: Optional[str]) -> bool:
+    def has_static_member(self, group_instance_id: str | None) -> bool:
         return group_instance_id is not None and group_instance_id in self.static_members
 
-    def current_static_member_id(self, group_instance_id: str) -> Optional[str]:
+    def current_static_member_id(self, group_instance_id: str) -> str | None:
         return self.static_members.get(group_instance_id)
 
     def not_yet_rejoined_members(self) -> list[MemberMetadata]:
@@ -330,8 +357,7 @@ class GroupMetadata:
         return max([0] + [m.rebalance_timeout_ms for m in self.members.values()])
 
     @staticmethod
-    def generate_member_id(client_id: str, group_instance_id: Optional[str],
-                           rng: random.Random) -> str:
+    def generate_member_id(client_id: str, group_instance_id: str | None, rng: random.Random) -> str:
         """`clientId-uuid` (or `instanceId-uuid`), the uuid drawn from `rng` for replayability."""
         prefix = group_instance_id if group_instance_id is not None else client_id
         return f"{prefix}-{uuid.UUID(int=rng.getrandbits(128), version=4)}"
@@ -370,12 +396,20 @@ class GroupMetadata:
         if self.is_(GroupState.Empty):
             return bool(member_protocol_type) and bool(member_protocols)
         n = len(self.members)
-        return (self.protocol_type is not None and self.protocol_type == member_protocol_type
-                and any(self._supported_protocols.get(p, 0) == n for p in member_protocols))
+        return (
+            self.protocol_type is not None
+            and self.protocol_type == member_protocol_type
+            and any(self._supported_protocols.get(p, 0) == n for p in member_protocols)
+        )
 
-    def update_member(self, member: MemberMetadata, protocols: Protocols,
-                      rebalance_timeout_ms: int, session_timeout_ms: int,
-                      callback: Optional[Callback]) -> None:
+    def update_member(
+        self,
+        member: MemberMetadata,
+        protocols: Protocols,
+        rebalance_timeout_ms: int,
+        session_timeout_ms: int,
+        callback: Callback | None,
+    ) -> None:
         """Replace a member's protocols and timeouts and park (or clear) its join callback."""
         self._dec_supported_protocols(member)
         member.protocols = list(protocols)
@@ -419,16 +453,17 @@ class GroupMetadata:
             self.transition_to(GroupState.Empty)
         self.clear_pending_sync_members()
 
-    def current_member_metadata(self) -> list[tuple[str, Optional[str], str]]:
+    def current_member_metadata(self) -> list[tuple[str, str | None, str]]:
         """(member id, instance id, metadata for the chosen protocol) for the leader's response."""
         if self._state in (GroupState.Dead, GroupState.PreparingRebalance):
             raise ValueError(f"Cannot obtain member metadata for group in state {self._state}")
         assert self.protocol_name is not None
-        return [(m.member_id, m.group_instance_id, m.metadata(self.protocol_name))
-                for m in self.members.values()]
+        return [(m.member_id, m.group_instance_id, m.metadata(self.protocol_name)) for m in self.members.values()]
 
     def __repr__(self) -> str:
-        return (f"GroupMetadata(group_id={self.group_id!r}, state={self._state.value}, "
-                f"generation_id={self.generation_id}, leader_id={self.leader_id!r}, "
-                f"protocol={self.protocol_name!r}, members={list(self.members)}, "
-                f"pending={sorted(self.pending_members)})")
+        return (
+            f"GroupMetadata(group_id={self.group_id!r}, state={self._state.value}, "
+            f"generation_id={self.generation_id}, leader_id={self.leader_id!r}, "
+            f"protocol={self.protocol_name!r}, members={list(self.members)}, "
+            f"pending={sorted(self.pending_members)})"
+        )

@@ -14,8 +14,9 @@ watcher map are not needed; the ordering of checks in ``try_complete_else_watch`
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
 from operator import itemgetter
-from typing import Hashable, Sequence
+from typing import Any
 
 from kgc.impl.timer import SystemTimer, TimerTask
 
@@ -31,6 +32,7 @@ __all__ = [
 # Watch keys. They are hashed on every watch and check, so they are tuples (hashed and compared
 # in C) rather than dataclasses (a Python-level __hash__ per dict operation); the leading tag
 # keeps keys of different kinds unequal. Immutable, with named fields, like frozen dataclasses.
+
 
 class GroupJoinKey(tuple):
     """Watch key of a group's DelayedJoin (Kafka's GroupJoinKey)."""
@@ -107,7 +109,7 @@ class DelayedOperation(TimerTask):
         self.delay_ms = delay_ms
         self._prev = None
         self._completed = False
-        self._delayed_in: DelayedOperationPurgatory | _MultiKeyAccount | None = None
+        self._delayed_in: Any = None  # the purgatory, its _MultiKeyAccount, or None
 
     def try_complete(self) -> bool:
         """If the operation can complete now, return ``self.force_complete()``; else False."""
@@ -125,11 +127,11 @@ class DelayedOperation(TimerTask):
             return False
         self._completed = True
         account = self._delayed_in
-        if account is not None:           # it was waiting in the timer: now it is garbage
+        if account is not None:  # it was waiting in the timer: now it is garbage
             account._delayed -= 1
             account._garbage += 1
         prev = self._prev
-        if prev is not None:              # TimerTask.cancel, inlined
+        if prev is not None:  # TimerTask.cancel, inlined
             nxt = self._next
             prev._next = nxt
             nxt._prev = prev
@@ -173,7 +175,7 @@ class DelayedOperation(TimerTask):
             account._delayed -= 1
             account._garbage += 1
         prev = self._prev
-        if prev is not None:              # only when run() is called outside the timer
+        if prev is not None:  # only when run() is called outside the timer
             nxt = self._next
             prev._next = nxt
             nxt._prev = prev
@@ -231,8 +233,7 @@ class DelayedOperationPurgatory:
     operation itself rather than to a one-element list: one container less per key.
     """
 
-    __slots__ = ("name", "_timer", "_add", "_purge_interval", "_watchers", "_delayed", "_garbage",
-                 "_multi")
+    __slots__ = ("name", "_timer", "_add", "_purge_interval", "_watchers", "_delayed", "_garbage", "_multi")
 
     def __init__(self, name: str, timer: SystemTimer, purge_interval: int = 1000) -> None:
         self.name = name
@@ -240,13 +241,14 @@ class DelayedOperationPurgatory:
         self._add = timer.add
         self._purge_interval = purge_interval
         # key -> DelayedOperation | list[DelayedOperation] (a list holds two or more)
-        self._watchers: dict[Hashable, DelayedOperation | list[DelayedOperation]] = {}
-        self._delayed = 0       # operations of this purgatory waiting in the timer
-        self._garbage = 0       # completed operations still in watcher lists (see the class doc)
+        # Any: an op or a list, told apart by `v.__class__ is list` on the hot path (mypy does
+        # not narrow on that)
+        self._watchers: dict[Hashable, Any] = {}
+        self._delayed = 0  # operations of this purgatory waiting in the timer
+        self._garbage = 0  # completed operations still in watcher lists (see the class doc)
         self._multi = _MultiKeyAccount(self)
 
-    def try_complete_else_watch(self, op: DelayedOperation,
-                                watch_keys: Sequence[Hashable]) -> bool:
+    def try_complete_else_watch(self, op: DelayedOperation, watch_keys: Sequence[Hashable]) -> bool:
         """Complete ``op`` now if it can; otherwise watch it under every key and arm its timer.
 
         Returns True iff this call completed the operation.
@@ -257,7 +259,7 @@ class DelayedOperationPurgatory:
             return True
         watchers = self._watchers
         if len(watch_keys) == 1:
-            account = self
+            account: Any = self
             key = watch_keys[0]
             v = watchers.get(key)
             if v is None:
@@ -291,13 +293,12 @@ class DelayedOperationPurgatory:
             self._purge()
         return done
 
-    def _watch_existing(self, key: Hashable, v: DelayedOperation | list[DelayedOperation],
-                        op: DelayedOperation) -> None:
+    def _watch_existing(self, key: Hashable, v: Any, op: DelayedOperation) -> None:
         """Add ``op`` to the non-empty watcher entry ``v`` of ``key``."""
         if v.__class__ is list:
             v.append(op)
         elif v._completed:
-            self._watchers[key] = op    # a purge of this key for free: the one op there is done
+            self._watchers[key] = op  # a purge of this key for free: the one op there is done
             if v._delayed_in is self:
                 v._delayed_in = None
                 self._garbage -= 1
@@ -312,7 +313,7 @@ class DelayedOperationPurgatory:
         place, so a nested check of the same key cannot disturb this loop.
         """
         watchers = self._watchers
-        v = watchers.get(key)
+        v: Any = watchers.get(key)
         if v is None:
             return 0
         if v.__class__ is not list:
@@ -324,8 +325,9 @@ class DelayedOperationPurgatory:
             if v._completed:
                 if watchers.get(key) is v:
                     del watchers[key]
-                    if v._delayed_in is self:
-                        v._delayed_in = None
+                    # (mypy narrows v to Optional through the `is` above; v is an operation here)
+                    if v._delayed_in is self:  # type: ignore[union-attr]
+                        v._delayed_in = None  # type: ignore[union-attr]
                         self._garbage -= 1
                 else:
                     self._drop_completed(key)
@@ -356,7 +358,7 @@ class DelayedOperationPurgatory:
         if v is None:
             return []
         cancelled = []
-        for op in (v if type(v) is list else (v,)):
+        for op in v if type(v) is list else (v,):
             if not op._completed:
                 op.cancel()
                 cancelled.append(op)
@@ -446,5 +448,4 @@ class DelayedOperationPurgatory:
         return purged
 
     def __repr__(self) -> str:
-        return (f"DelayedOperationPurgatory({self.name!r}, watched={self.watched()}, "
-                f"delayed={self._delayed})")
+        return f"DelayedOperationPurgatory({self.name!r}, watched={self.watched()}, delayed={self._delayed})"

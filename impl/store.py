@@ -9,8 +9,9 @@ is acknowledged later, after replication; the coordinator must not assume it is 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Mapping, Optional, Protocol
+from typing import Protocol
 
 from kgc.impl.errors import Errors
 from kgc.impl.group import GroupMetadata
@@ -22,8 +23,9 @@ StoreCallback = Callable[[Errors], None]
 class StoredMember:
     """One member as Kafka's group metadata record keeps it: only the chosen protocol's
     metadata (the subscription) survives, with the member's assignment."""
+
     member_id: str
-    group_instance_id: Optional[str]
+    group_instance_id: str | None
     client_id: str
     client_host: str
     rebalance_timeout_ms: int
@@ -35,11 +37,12 @@ class StoredMember:
 @dataclass(frozen=True)
 class StoredGroup:
     """A group metadata record (GroupMetadataManager.groupMetadataValue)."""
+
     group_id: str
     generation_id: int
-    protocol_type: Optional[str]
-    protocol_name: Optional[str]
-    leader_id: Optional[str]
+    protocol_type: str | None
+    protocol_name: str | None
+    leader_id: str | None
     members: tuple[StoredMember, ...]
 
     @classmethod
@@ -53,13 +56,14 @@ class StoredGroup:
                 client_host=m.client_host,
                 rebalance_timeout_ms=m.rebalance_timeout_ms,
                 session_timeout_ms=m.session_timeout_ms,
-                subscription=(m.metadata(group.protocol_name)
-                              if group.protocol_name is not None else ""),
+                subscription=(m.metadata(group.protocol_name) if group.protocol_name is not None else ""),
                 assignment=assignment.get(m.member_id, ""),
             )
-            for m in group.all_member_metadata())
-        return cls(group.group_id, group.generation_id, group.protocol_type,
-                   group.protocol_name, group.leader_id, members)
+            for m in group.all_member_metadata()
+        )
+        return cls(
+            group.group_id, group.generation_id, group.protocol_type, group.protocol_name, group.leader_id, members
+        )
 
 
 class GroupStore(Protocol):
@@ -69,7 +73,7 @@ class GroupStore(Protocol):
         """Append `record`; call `callback` exactly once with NONE or the error, maybe later."""
         ...
 
-    def load_group(self, group_id: str) -> Optional[StoredGroup]:
+    def load_group(self, group_id: str) -> StoredGroup | None:
         """The last successfully stored record of `group_id`, None if it was never stored."""
         ...
 
@@ -78,11 +82,11 @@ class InMemoryGroupStore:
     """A dict of last records. Completes writes at once unless `defer`; fails them with
     `fail_with` when set (a failed write is not recorded)."""
 
-    def __init__(self, defer: bool = False, fail_with: Optional[Errors] = None) -> None:
+    def __init__(self, defer: bool = False, fail_with: Errors | None = None) -> None:
         self.defer = defer
         self.fail_with = fail_with
         self._records: dict[str, StoredGroup] = {}
-        self._pending: list[tuple[StoredGroup, StoreCallback, Optional[Errors]]] = []
+        self._pending: list[tuple[StoredGroup, StoreCallback, Errors | None]] = []
         self.writes = 0
 
     def store_group(self, record: StoredGroup, callback: StoreCallback) -> None:
@@ -93,7 +97,7 @@ class InMemoryGroupStore:
         else:
             self._complete(record, callback, outcome)
 
-    def load_group(self, group_id: str) -> Optional[StoredGroup]:
+    def load_group(self, group_id: str) -> StoredGroup | None:
         return self._records.get(group_id)
 
     def pending(self) -> int:
@@ -109,8 +113,7 @@ class InMemoryGroupStore:
             done += 1
         return done
 
-    def _complete(self, record: StoredGroup, callback: StoreCallback,
-                  outcome: Optional[Errors]) -> None:
+    def _complete(self, record: StoredGroup, callback: StoreCallback, outcome: Errors | None) -> None:
         if outcome is None or outcome is Errors.NONE:
             self._records[record.group_id] = record
             callback(Errors.NONE)

@@ -31,9 +31,10 @@ inside a running task.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from heapq import heappop, heappush
 from operator import attrgetter
-from typing import Callable
+from typing import Any
 
 from kgc.impl.clock import Clock, VirtualClock
 
@@ -57,9 +58,11 @@ class TimerTask:
         self.delay_ms = delay_ms
         self._deadline = 0
         self._seq = 0
-        self._prev: TimerTask | _Bucket | None = None
-        self._next: TimerTask | _Bucket | None = None
-        self._timer: SystemTimer | None = None
+        # Links of an intrusive list whose nodes are tasks and the bucket sentinel: typed Any,
+        # as the hot paths follow them without narrowing (None only when not pending).
+        self._prev: Any = None
+        self._next: Any = None
+        self._timer: Any = None
 
     def cancel(self) -> None:
         """Unlink from whatever bucket holds the task; a no-op when not pending."""
@@ -89,9 +92,9 @@ class _Bucket:
     __slots__ = ("_prev", "_next", "_deadline", "_seq", "exp", "uid", "level", "unsorted")
 
     def __init__(self, uid: int, level: int) -> None:
-        self._prev = self
-        self._next = self
-        self._deadline = float("-inf")
+        self._prev: Any = self
+        self._next: Any = self
+        self._deadline: Any = float("-inf")  # below every int deadline
         self._seq = -1
         self.exp = -1
         self.uid = uid
@@ -116,9 +119,28 @@ class SystemTimer:
     """
 
     __slots__ = (
-        "_clock", "_now_ms", "_set_ms", "_vclock", "_tick", "_wsize",
-        "_ticks", "_curs", "_ends", "_wheels", "_w0", "_cur0", "_curvid0", "_end0",
-        "_cur", "_queue", "_size", "_seq", "_running", "_uids", "_last_d", "_last_b",
+        "_clock",
+        "_now_ms",
+        "_set_ms",
+        "_vclock",
+        "_tick",
+        "_wsize",
+        "_ticks",
+        "_curs",
+        "_ends",
+        "_wheels",
+        "_w0",
+        "_cur0",
+        "_curvid0",
+        "_end0",
+        "_cur",
+        "_queue",
+        "_size",
+        "_seq",
+        "_running",
+        "_uids",
+        "_last_d",
+        "_last_b",
         "_last_seq",
     )
 
@@ -137,10 +159,10 @@ class SystemTimer:
         self._ticks: list[int] = []
         self._curs: list[int] = []
         self._ends: list[int] = []
-        self._wheels: list[list[_Bucket | None]] = []   # overflow slots: None until used
+        self._wheels: list[list[Any]] = []  # overflow slots: None until used
         self._add_level(start - start % tick_ms)
         self._w0 = self._wheels[0]
-        self._cur = _Bucket(-1, -1)          # the clock's slot of the lowest wheel, sorted
+        self._cur: Any = _Bucket(-1, -1)  # the clock's slot of the lowest wheel, sorted
         self._queue: list[tuple[int, int, _Bucket]] = []
         self._size = 0
         self._seq = 0
@@ -148,7 +170,7 @@ class SystemTimer:
         # The deadline, list and seq of the latest run of adds, valid until a wheel moves
         # (see add); _last_d is None when there is nothing to reuse.
         self._last_d: int | None = None
-        self._last_b: _Bucket | None = None
+        self._last_b: Any = None
         self._last_seq = 0
         self._sync_level0()
 
@@ -160,7 +182,7 @@ class SystemTimer:
         tick = self._tick if level == 0 else self._ticks[-1] * self._wsize
         cur = start - start % tick
         if level == 0:
-            buckets = [self._new_bucket(0) for _ in range(self._wsize)]
+            buckets: list[Any] = [self._new_bucket(0) for _ in range(self._wsize)]
         else:
             # Overflow buckets are made on first use (_overflow_bucket): a coordinator's long
             # timeouts open four or five levels, of which only a few buckets ever hold a task,
@@ -185,7 +207,7 @@ class SystemTimer:
         return b
 
     def _sync_level0(self) -> None:
-        self._last_d = None           # the wheels moved: a deadline may map to another list now
+        self._last_d = None  # the wheels moved: a deadline may map to another list now
         self._cur0 = self._curs[0]
         self._curvid0 = self._cur0 // self._tick
         self._end0 = self._ends[0]
@@ -348,8 +370,7 @@ class SystemTimer:
                 if b.unsorted:
                     unsorted = True
                     b.unsorted = False
-                elif tail._deadline > first._deadline or (
-                        tail._deadline == first._deadline and tail._seq > first._seq):
+                elif tail._deadline > first._deadline or (tail._deadline == first._deadline and tail._seq > first._seq):
                     unsorted = True
                 tail._next = first
                 first._prev = tail
@@ -449,7 +470,7 @@ class SystemTimer:
                         return ran
                     t = cur._next
                 if t is not cur:
-                    break          # the rest of the current slot is after target
+                    break  # the rest of the current slot is after target
                 if not queue or queue[0][0] > target:
                     break
                 self._drain(queue[0][0])
@@ -497,7 +518,7 @@ class SystemTimer:
         O(queued buckets + tasks log tasks)."""
         tasks = self._cur.tasks()
         seen: set[int] = set()
-        for _, uid, bucket in self._queue:     # every non-empty wheel bucket is queued
+        for _, uid, bucket in self._queue:  # every non-empty wheel bucket is queued
             if uid not in seen:
                 seen.add(uid)
                 tasks.extend(bucket.tasks())
@@ -536,5 +557,6 @@ class SystemTimer:
         return self._size
 
     def __repr__(self) -> str:
-        return (f"SystemTimer(tick_ms={self._tick}, wheel_size={self._wsize}, "
-                f"levels={len(self._ticks)}, size={self._size})")
+        return (
+            f"SystemTimer(tick_ms={self._tick}, wheel_size={self._wsize}, levels={len(self._ticks)}, size={self._size})"
+        )

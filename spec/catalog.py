@@ -37,7 +37,9 @@ def spec_root() -> Path:
     folder (an editable install or an unpacked wheel), not a zip."""
     root = importlib.resources.files(SPEC_PACKAGE)
     if not isinstance(root, Path):
-        raise ModelNotFoundError(f"{SPEC_PACKAGE} is not installed as a folder ({root}); kgc needs the .tla files on disk")
+        raise ModelNotFoundError(
+            f"{SPEC_PACKAGE} is not installed as a folder ({root}); kgc needs the .tla files on disk"
+        )
     return root
 
 
@@ -53,8 +55,10 @@ def resolve_model(name: str, root: Path | None = None) -> Model:
     """A model by NAME (a name, never a path: `../../x` or `/etc/passwd` would run a model from
     outside the models folder and write its run folder there)."""
     if not _MODEL_NAME.fullmatch(name):
-        raise ModelNotFoundError(f"model {name!r} is not a model name (letters, digits, _ and -; models: "
-                                 f"{', '.join(available_models(root)) or 'none'})")
+        raise ModelNotFoundError(
+            f"model {name!r} is not a model name (letters, digits, _ and -; models: "
+            f"{', '.join(available_models(root)) or 'none'})"
+        )
     root = root or spec_root()
     models = root / "models"
     config = models / f"{name}.cfg"

@@ -39,8 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from kgc.spec.jsonfile import InputError, read_json
-from kgc.spec.values import ModelValue, Record, TlaFunction, TlaValue, sort_key
 from kgc.spec.tlc_result import Trace, TraceState
+from kgc.spec.values import ModelValue, Record, TlaFunction, TlaValue, sort_key
 
 __all__ = ["ITF_FORMAT_DESCRIPTION", "read_itf", "trace_to_itf", "value_from_itf", "value_to_itf", "write_itf"]
 
@@ -86,7 +86,9 @@ def value_from_itf(data: Any, model_values: Collection[str] = ()) -> TlaValue:
         if "#tup" in data:
             return tuple(value_from_itf(v, model_values) for v in data["#tup"])
         if "#map" in data:
-            return TlaFunction((value_from_itf(k, model_values), value_from_itf(v, model_values)) for k, v in data["#map"])
+            return TlaFunction(
+                (value_from_itf(k, model_values), value_from_itf(v, model_values)) for k, v in data["#map"]
+            )
         if "#unserializable" in data:
             raise ValueError(f"ITF value cannot be read back: {data['#unserializable']}")
         return Record({name: value_from_itf(v, model_values) for name, v in data.items()})
@@ -100,7 +102,9 @@ def _state_meta(index: int, state: TraceState) -> dict[str, Any]:
     return meta
 
 
-def trace_to_itf(trace: Trace, *, source: str, description: str = "", meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def trace_to_itf(
+    trace: Trace, *, source: str, description: str = "", meta: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     variables = trace.variables
     model_values: set[str] = set()
     states = []
@@ -130,7 +134,9 @@ def trace_to_itf(trace: Trace, *, source: str, description: str = "", meta: Mapp
     return document
 
 
-def write_itf(path: Path, trace: Trace, *, source: str, description: str = "", meta: Mapping[str, Any] | None = None) -> None:
+def write_itf(
+    path: Path, trace: Trace, *, source: str, description: str = "", meta: Mapping[str, Any] | None = None
+) -> None:
     """One state per line: compact enough for long traces, and a diff shows which step changed."""
     document = trace_to_itf(trace, source=source, description=description, meta=meta)
     states = document.pop("states")

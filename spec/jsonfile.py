@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 __all__ = ["InputError", "MAX_INPUT_BYTES", "read_json"]
 
@@ -36,8 +37,12 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def read_json(path: str | os.PathLike[str], *, max_bytes: int | None = None,
-              object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None) -> Any:
+def read_json(
+    path: str | os.PathLike[str],
+    *,
+    max_bytes: int | None = None,
+    object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None,
+) -> Any:
     """The parsed JSON document of `path`, or InputError naming the file and what is wrong."""
     file = str(path)
     limit = MAX_INPUT_BYTES if max_bytes is None else max_bytes
@@ -46,8 +51,12 @@ def read_json(path: str | os.PathLike[str], *, max_bytes: int | None = None,
         if not Path(path).is_file():
             raise InputError(file, None, "not a regular file")
         if size > limit:
-            raise InputError(file, None, f"too large: {size / 2**20:.1f} MiB over the {limit / 2**20:.0f} MiB limit "
-                                         "(KGC_MAX_INPUT_MB raises it)")
+            raise InputError(
+                file,
+                None,
+                f"too large: {size / 2**20:.1f} MiB over the {limit / 2**20:.0f} MiB limit "
+                "(KGC_MAX_INPUT_MB raises it)",
+            )
         data = Path(path).read_bytes()
     except OSError as err:
         raise InputError(file, None, f"cannot read: {err.strerror or err}") from None

@@ -91,7 +91,7 @@ def locate_java(environ: Mapping[str, str] | None = None) -> Path:
     return _checked_version(Path(found))
 
 
-MIN_JAVA = 11   # tla2tools 1.7 (TLC 2.15) is built for Java 11
+MIN_JAVA = 11  # tla2tools 1.7 (TLC 2.15) is built for Java 11
 
 
 @functools.lru_cache(maxsize=8)
@@ -106,7 +106,7 @@ def _checked_version(java: Path) -> Path:
     if done.returncode != 0 or match is None:
         raise JavaMissingError(f"{java} -version failed: {(done.stderr or done.stdout).strip()[:200]}")
     major = int(match.group(1))
-    if major == 1 and match.group(2):          # 1.8.0_392 is Java 8
+    if major == 1 and match.group(2):  # 1.8.0_392 is Java 8
         major = int(match.group(2))
     if major < MIN_JAVA:
         raise JavaMissingError(f"{java} is Java {major}; TLC needs Java {MIN_JAVA} or newer (set JAVA_HOME)")
@@ -159,12 +159,17 @@ def tlc_command(job: TlcJob, java: Path, jar: Path, run_dir: Path) -> list[str]:
     command += [
         f"-Djava.io.tmpdir={run_dir / 'tmp'}",
         "-Dfile.encoding=UTF-8",
-        "-cp", str(jar),
-        "tlc2.TLC", "-tool",
-        "-workers", str(job.workers),
-        "-metadir", str(run_dir / "states"),
+        "-cp",
+        str(jar),
+        "tlc2.TLC",
+        "-tool",
+        "-workers",
+        str(job.workers),
+        "-metadir",
+        str(run_dir / "states"),
         *job.tlc_options,
-        "-config", job.config.name,
+        "-config",
+        job.config.name,
         job.module.name,
     ]
     return command

@@ -11,27 +11,64 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from kgc.spec.values import TlaValue, ValueParseError, parse_state
 from kgc.spec.tlc_messages import (
-    ACTION_PROPERTY_VIOLATED, ASSERT_FAILED, ASSUMPTION_FALSE, BACK_TO_STATE,
-    BEHAVIOR_UP_TO_THIS_POINT, CHECKING_TEMPORAL_PROPS, COMPUTING_INIT, CONFIG_CODES,
-    COUNTER_EXAMPLE, COVERAGE_INIT, COVERAGE_NEXT, COVERAGE_START, CRASH_CODES, DEADLOCK,
-    EVALUATION_CODES, GENERAL, INIT_GENERATED, INVARIANT_VIOLATED, INVARIANT_VIOLATED_INITIAL,
-    NESTED_EXPRESSION, NO_STATES_SATISFYING_INIT, PARSING_FAILED, PARSING_FAILED2, PROGRESS,
-    PROPERTY_VIOLATED_INITIAL, SANY_END, SANY_START, SEARCH_DEPTH, SEVERITY_ERROR,
-    SEVERITY_TLCBUG, STATE_PRINT, STATS, STUTTERING, SUCCESS, TEMPORAL_PROPERTY_VIOLATED,
-    VERSION, Message, ToolOutputParser,
+    ACTION_PROPERTY_VIOLATED,
+    ASSERT_FAILED,
+    ASSUMPTION_FALSE,
+    BACK_TO_STATE,
+    BEHAVIOR_UP_TO_THIS_POINT,
+    CHECKING_TEMPORAL_PROPS,
+    COMPUTING_INIT,
+    CONFIG_CODES,
+    COUNTER_EXAMPLE,
+    COVERAGE_INIT,
+    COVERAGE_NEXT,
+    COVERAGE_START,
+    CRASH_CODES,
+    DEADLOCK,
+    EVALUATION_CODES,
+    GENERAL,
+    INIT_GENERATED,
+    INVARIANT_VIOLATED,
+    INVARIANT_VIOLATED_INITIAL,
+    NESTED_EXPRESSION,
+    NO_STATES_SATISFYING_INIT,
+    PARSING_FAILED,
+    PARSING_FAILED2,
+    PROGRESS,
+    PROPERTY_VIOLATED_INITIAL,
+    SANY_END,
+    SANY_START,
+    SEARCH_DEPTH,
+    SEVERITY_ERROR,
+    SEVERITY_TLCBUG,
+    STATE_PRINT,
+    STATS,
+    STUTTERING,
+    SUCCESS,
+    TEMPORAL_PROPERTY_VIOLATED,
+    VERSION,
+    Message,
+    ToolOutputParser,
 )
 from kgc.spec.tlc_result import CheckResult, Coverage, Outcome, SourceLocation, Trace, TraceState
+from kgc.spec.values import TlaValue, ValueParseError, parse_state
 
 __all__ = ["ResultBuilder", "config_properties", "parse_tool_output"]
 
 _NUM = r"([\d,]+)"
 _PROGRESS = re.compile(
-    r"Progress\((\d+)\).*?: " + _NUM + r" states generated.*?, " + _NUM + r" distinct states found.*?, "
-    + _NUM + r" states left on queue"
+    r"Progress\((\d+)\).*?: "
+    + _NUM
+    + r" states generated.*?, "
+    + _NUM
+    + r" distinct states found.*?, "
+    + _NUM
+    + r" states left on queue"
 )
-_STATS = re.compile(_NUM + r" states generated, " + _NUM + r" distinct states found, " + _NUM + r" states left on queue")
+_STATS = re.compile(
+    _NUM + r" states generated, " + _NUM + r" distinct states found, " + _NUM + r" states left on queue"
+)
 _INIT = re.compile(r"Finished computing initial states: " + _NUM + r" distinct state")
 _DEPTH = re.compile(r"depth of the complete state graph search is (\d+)")
 _ACTION = re.compile(r"^(.*?) (line \d+, col \d+ to line \d+, col \d+ of module \S+)$")
@@ -44,7 +81,9 @@ _PARSE_POSITION = re.compile(r"at line (\d+), column (\d+)")
 _PARSING_FILE = re.compile(r"^Parsing file (.*?)\s*$", re.MULTILINE)
 _PARSE_MODULE = re.compile(r"Could not parse module (\S+)|Fatal errors while parsing TLA\+ spec in file (\S+)")
 _CONFIG_LINE = re.compile(r"configuration file at line (\d+)")
-_CONFIG_NAME = re.compile(r"The (?:invariant|property|operator|constant parameter|specification|constraint|action constraint) (\S+)")
+_CONFIG_NAME = re.compile(
+    r"The (?:invariant|property|operator|constant parameter|specification|constraint|action constraint) (\S+)"
+)
 _CFG_KEYWORDS = frozenset(
     "SPECIFICATION INIT NEXT INVARIANT INVARIANTS PROPERTY PROPERTIES CONSTANT CONSTANTS CONSTRAINT "
     "CONSTRAINTS ACTION_CONSTRAINT ACTION_CONSTRAINTS SYMMETRY VIEW CHECK_DEADLOCK POSTCONDITION ALIAS".split()
@@ -193,7 +232,6 @@ class ResultBuilder:
             self._verdict(msg)
 
     def _verdict(self, msg: Message) -> None:
-        r = self.result
         code, body = msg.code, msg.body.strip()
         first_line = body.splitlines()[0] if body else ""
         if code == INVARIANT_VIOLATED:
@@ -202,7 +240,9 @@ class ResultBuilder:
             self._decide(Outcome.INVARIANT_VIOLATED, _word_after(first_line, "Invariant"), first_line.rstrip(":"))
             self._initial_state_trace(body)
         elif code == PROPERTY_VIOLATED_INITIAL:
-            self._decide(Outcome.PROPERTY_VIOLATED_INITIALLY, _word_after(first_line, "Property"), first_line.rstrip(":"))
+            self._decide(
+                Outcome.PROPERTY_VIOLATED_INITIALLY, _word_after(first_line, "Property"), first_line.rstrip(":")
+            )
             self._initial_state_trace(body)
         elif code == ACTION_PROPERTY_VIOLATED:
             self._decide(Outcome.ACTION_PROPERTY_VIOLATED, _word_after(first_line, "property"), first_line)
@@ -260,7 +300,11 @@ class ResultBuilder:
         tail = _tail(r.loose_text)
         if outcome is None:
             r.outcome = Outcome.CRASHED
-            what = "TLC produced no verdict" if exit_code is None else f"TLC exited with code {exit_code} without a verdict"
+            what = (
+                "TLC produced no verdict"
+                if exit_code is None
+                else f"TLC exited with code {exit_code} without a verdict"
+            )
             r.error = what + (f": {tail}" if tail else "")
         else:
             r.outcome = outcome
@@ -326,14 +370,20 @@ class ResultBuilder:
             expecting = next((ln for ln in text.splitlines() if ln.startswith("Was expecting")), "")
             message = f"parse error: {encountered.strip()}" + (f"; {expecting.strip()}" if expecting else "")
         elif semantic:
-            location = SourceLocation(self._module_file(semantic.group(3)), int(semantic.group(1)), int(semantic.group(2)))
+            location = SourceLocation(
+                self._module_file(semantic.group(3)), int(semantic.group(1)), int(semantic.group(2))
+            )
             after = text[semantic.end() :].strip().splitlines()
             message = after[0] if after else fallback
         elif "Lexical error" in text and parse:
             location = SourceLocation(self._module_file(module or "?"), int(parse.group(1)), int(parse.group(2)))
             message = next(ln for ln in text.splitlines() if "Lexical error" in ln).strip()
         else:
-            details = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith(("Parsing file", "Semantic processing"))]
+            details = [
+                ln.strip()
+                for ln in text.splitlines()
+                if ln.strip() and not ln.startswith(("Parsing file", "Semantic processing"))
+            ]
             useful = [ln for ln in details if "Cannot find" in ln or "Could not" in ln or "error" in ln.lower()]
             message = (useful or details or [fallback])[-1]
             if module:
@@ -359,9 +409,15 @@ class ResultBuilder:
 
 
 _EXIT_CODE_OUTCOMES: dict[int, Outcome] = {
-    10: Outcome.ASSUMPTION_FAILED, 11: Outcome.DEADLOCK, 12: Outcome.INVARIANT_VIOLATED,
-    13: Outcome.LIVENESS_VIOLATED, 14: Outcome.ASSERTION_FAILED, 75: Outcome.EVALUATION_ERROR,
-    76: Outcome.EVALUATION_ERROR, 77: Outcome.EVALUATION_ERROR, 150: Outcome.PARSE_ERROR,
+    10: Outcome.ASSUMPTION_FAILED,
+    11: Outcome.DEADLOCK,
+    12: Outcome.INVARIANT_VIOLATED,
+    13: Outcome.LIVENESS_VIOLATED,
+    14: Outcome.ASSERTION_FAILED,
+    75: Outcome.EVALUATION_ERROR,
+    76: Outcome.EVALUATION_ERROR,
+    77: Outcome.EVALUATION_ERROR,
+    150: Outcome.PARSE_ERROR,
     151: Outcome.CONFIG_ERROR,
 }
 
@@ -383,8 +439,8 @@ def _failing_module(sany_text: str) -> str | None:
     for match in _PARSE_MODULE.finditer(sany_text):
         if match.group(1):
             return match.group(1)
-    match = _PARSE_MODULE.search(sany_text)
-    return (match.group(1) or match.group(2)) if match else None
+    first = _PARSE_MODULE.search(sany_text)
+    return (first.group(1) or first.group(2)) if first else None
 
 
 def _word_after(line: str, word: str) -> str | None:

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from kgc.spec.values import TlaValue
 from kgc.spec.tlc_messages import Message
+from kgc.spec.values import TlaValue
 
 __all__ = ["CheckResult", "Coverage", "Outcome", "SourceLocation", "Trace", "TraceState"]
 

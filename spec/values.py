@@ -110,7 +110,7 @@ class Record(TlaFunction):
     __slots__ = ()
 
     def __init__(self, items: Mapping[str, Any] | Iterable[tuple[str, Any]] = ()) -> None:
-        super().__init__(items)
+        super().__init__(items)  # type: ignore[arg-type]  # str keys are Hashable keys
         for key in self._items:
             if not isinstance(key, str):
                 raise TypeError(f"record field names are strings, got {key!r}")
@@ -272,7 +272,9 @@ def _is_identifier(key: object) -> bool:
 
 
 def _is_sequence_domain(keys: list[Hashable]) -> bool:
-    return all(isinstance(k, int) and not isinstance(k, bool) for k in keys) and sorted(keys) == list(range(1, len(keys) + 1))  # type: ignore[type-var]
+    if not all(isinstance(k, int) and not isinstance(k, bool) for k in keys):
+        return False
+    return sorted(k for k in keys if isinstance(k, int)) == list(range(1, len(keys) + 1))
 
 
 def _make_function(pairs: Iterable[tuple[Hashable, Any]]) -> TlaValue:
@@ -287,7 +289,7 @@ def _make_function(pairs: Iterable[tuple[Hashable, Any]]) -> TlaValue:
     if _is_sequence_domain(keys):
         return tuple(items[k] for k in range(1, len(keys) + 1))
     if keys and all(_is_identifier(k) for k in keys):
-        return Record(items)
+        return Record({str(k): v for k, v in items.items()})
     return TlaFunction(items)
 
 
@@ -299,7 +301,10 @@ def _substitute(value: TlaValue, placeholder: ModelValue, replacement: TlaValue)
     if isinstance(value, tuple):
         return tuple(_substitute(v, placeholder, replacement) for v in value)
     if isinstance(value, TlaFunction):
-        return _make_function((_substitute(k, placeholder, replacement), _substitute(v, placeholder, replacement)) for k, v in value.items())
+        return _make_function(
+            (_substitute(k, placeholder, replacement), _substitute(v, placeholder, replacement))
+            for k, v in value.items()
+        )
     return value
 
 

@@ -33,7 +33,9 @@ def kgc_imports(source: str, filename: str) -> list[tuple[int, str]]:
     for node in ast.walk(ast.parse(source, filename)):
         if isinstance(node, ast.Import):
             found += [(node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "kgc"]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and node.module.split(".")[0] == "kgc":
+        elif (
+            isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and node.module.split(".")[0] == "kgc"
+        ):
             if node.module == "kgc":
                 found += [(node.lineno, f"kgc.{a.name}") for a in node.names]
             else:
@@ -62,18 +64,23 @@ def test_imports_follow_the_layers() -> None:
     assert violations(ROOT) == []
 
 
-@pytest.mark.parametrize("folder, arrow", [
-    ("impl", "from kgc.conformance.scenario import load_scenario"),
-    ("impl", "import kgc.spec.tlc"),
-    ("spec", "from kgc.impl.coordinator import GroupCoordinator"),
-    ("conformance", "from kgc.tools.exit_codes import ExitCode"),
-    ("spec", "from kgc import tools"),
-])
+@pytest.mark.parametrize(
+    "folder, arrow",
+    [
+        ("impl", "from kgc.conformance.scenario import load_scenario"),
+        ("impl", "import kgc.spec.tlc"),
+        ("spec", "from kgc.impl.coordinator import GroupCoordinator"),
+        ("conformance", "from kgc.tools.exit_codes import ExitCode"),
+        ("spec", "from kgc import tools"),
+    ],
+)
 def test_an_arrow_back_up_is_caught(tmp_path: Path, folder: str, arrow: str) -> None:
     """The checker on a copy of the sources with one backward import added, inside a function
     (where lazy imports hide)."""
     for name in FOLDERS:
-        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__", "*.json", "*.tla", "*.cfg"))
+        shutil.copytree(
+            ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__", "*.json", "*.tla", "*.cfg")
+        )
     target = tmp_path / folder / "__init__.py"
     target.write_text(target.read_text() + f"\n\ndef _sneaky() -> None:\n    {arrow}\n")
     found = violations(tmp_path)

@@ -69,13 +69,14 @@ def _is_usage_error(exc: BaseException | None) -> bool:
     return exc is not None and any(cls.__name__ == "UsageError" for cls in type(exc).__mro__)
 
 
-INTERRUPTED = 130   # 128 + SIGINT, what shells report for a command ended by Ctrl-C
+INTERRUPTED = 130  # 128 + SIGINT, what shells report for a command ended by Ctrl-C
 
 
 def _interrupt_on_termination() -> None:
     """SIGTERM and SIGHUP end kgc the way Ctrl-C does (a KeyboardInterrupt), so every `finally`
     and `except BaseException` that stops a child runs: Python's default for SIGTERM is to die
     on the spot, leaving TLC, Spark or a server behind."""
+
     def interrupt(signum: int, _frame: object) -> None:
         raise KeyboardInterrupt(signal.Signals(signum).name)
 

@@ -16,12 +16,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Callable
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+
 from kgc.conformance.scenario import shipped_scenarios
 from kgc.tools.outdir import writable_dir
 
@@ -113,7 +115,7 @@ def _recordable(model: str) -> bool:
     try:
         return not SpecConstants.from_model(model).normalize
     except (KeyError, LookupError, ValueError):
-        return False      # the check stage reports an unknown or broken model
+        return False  # the check stage reports an unknown or broken model
 
 
 def default_stages(root: Path, model: str, traces: int, seed: int, check_timeout: int = 3600) -> list[Stage]:
@@ -130,27 +132,66 @@ def default_stages(root: Path, model: str, traces: int, seed: int, check_timeout
 
     def validate_argv(run: Path) -> list[str]:
         recorded = run / "conform-recorded"
-        return kgc + ["validate", *([str(recorded)] if recorded.is_dir() else []),
-                      "--scenarios", str(shipped_scenarios()), "--random", str(traces),
-                      "--seed", str(seed), "--out", str(run / "recorded"), "--json"]
+        return kgc + [
+            "validate",
+            *([str(recorded)] if recorded.is_dir() else []),
+            "--scenarios",
+            str(shipped_scenarios()),
+            "--random",
+            str(traces),
+            "--seed",
+            str(seed),
+            "--out",
+            str(run / "recorded"),
+            "--json",
+        ]
 
     return [
         Stage("replay", lambda run: kgc + ["replay", *_scenario_files(root)], _replay_headline, json_last_line=False),
-        Stage("check", lambda run: kgc + ["check", "--model", model, "--workers", "2", "--timeout", str(check_timeout),
-                                          "--json", "--out", str(run / "check")], _check_headline),
+        Stage(
+            "check",
+            lambda run: (
+                kgc
+                + [
+                    "check",
+                    "--model",
+                    model,
+                    "--workers",
+                    "2",
+                    "--timeout",
+                    str(check_timeout),
+                    "--json",
+                    "--out",
+                    str(run / "check"),
+                ]
+            ),
+            _check_headline,
+        ),
         Stage(
             "conform",
             conform_argv,
             _generic_headline,
-            before=lambda run: kgc + ["simulate", "--model", model, "--traces", str(traces), "--seed", str(seed),
-                                      "--out", str(run / "traces")],
+            before=lambda run: (
+                kgc
+                + [
+                    "simulate",
+                    "--model",
+                    model,
+                    "--traces",
+                    str(traces),
+                    "--seed",
+                    str(seed),
+                    "--out",
+                    str(run / "traces"),
+                ]
+            ),
         ),
         Stage("validate", validate_argv, _generic_headline),
         Stage("prove", lambda run: kgc + ["prove", "--json"], _prove_headline),
     ]
 
 
-INTERRUPTED = 130      # the shell's code for a command ended by SIGINT (128 + 2)
+INTERRUPTED = 130  # the shell's code for a command ended by SIGINT (128 + 2)
 STOP_GRACE_SECONDS = 15.0
 
 
@@ -183,7 +224,7 @@ def _stop_group(proc: subprocess.Popen[str]) -> None:
             break
         except subprocess.TimeoutExpired:
             continue
-    try:                # the leader may be gone while members of its group linger
+    try:  # the leader may be gone while members of its group linger
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
@@ -198,9 +239,18 @@ def run_stage(stage: Stage, run_dir: Path, console: Console) -> StageResult:
         code, stdout = _run_child(prep)
         if code != 0:
             tail = "\n".join(stdout.strip().splitlines()[-40:])
-            return StageResult(stage.name, prep, code, time.monotonic() - started,
-                               f"preparing command failed: {' '.join(prep[2:4])}", {}, tail)
-    console.print(f"[bold]== {stage.name}[/bold]  [dim]{shlex.join(argv[2:]) if len(argv) < 12 else ' '.join(argv[2:6]) + ' ...'}[/dim]")
+            return StageResult(
+                stage.name,
+                prep,
+                code,
+                time.monotonic() - started,
+                f"preparing command failed: {' '.join(prep[2:4])}",
+                {},
+                tail,
+            )
+    console.print(
+        f"[bold]== {stage.name}[/bold]  [dim]{shlex.join(argv[2:]) if len(argv) < 12 else ' '.join(argv[2:6]) + ' ...'}[/dim]"
+    )
     # stderr is passed through so each stage's own progress display reaches the user live.
     code, stdout = _run_child(argv)
     seconds = time.monotonic() - started
@@ -223,8 +273,15 @@ def run_all(root: Path, run_dir: Path, stages: list[Stage], console: Console) ->
             try:
                 result = run_stage(stage, run_dir, console)
             except KeyboardInterrupt:
-                results.append(StageResult(stage.name, stage.argv(run_dir), INTERRUPTED, time.monotonic() - started,
-                                           "interrupted: stopped with its children"))
+                results.append(
+                    StageResult(
+                        stage.name,
+                        stage.argv(run_dir),
+                        INTERRUPTED,
+                        time.monotonic() - started,
+                        "interrupted: stopped with its children",
+                    )
+                )
                 raise
             mark = "[green]PASS[/green]" if result.passed else f"[red]FAIL (exit {result.exit_code})[/red]"
             console.print(f"   {mark} {result.headline}  [dim]({result.seconds:.1f} s)[/dim]")
@@ -264,10 +321,20 @@ def all_command(
     except KeyboardInterrupt:
         results = [StageResult(**r) for r in json.loads((run_dir / "summary.json").read_text())]
         page = write_report(run_dir, results)
-        console.print(f"\nkgc all: interrupted during stage {results[-1].name if results else '?'}; "
-                      f"report of the stages so far: {page}")
-        typer.echo(json.dumps({"ok": False, "interrupted": True, "stages": {r.name: r.exit_code for r in results},
-                               "report": str(page)}))
+        console.print(
+            f"\nkgc all: interrupted during stage {results[-1].name if results else '?'}; "
+            f"report of the stages so far: {page}"
+        )
+        typer.echo(
+            json.dumps(
+                {
+                    "ok": False,
+                    "interrupted": True,
+                    "stages": {r.name: r.exit_code for r in results},
+                    "report": str(page),
+                }
+            )
+        )
         raise typer.Exit(INTERRUPTED) from None
     page = write_report(run_dir, results)
     failed = [r for r in results if not r.passed]

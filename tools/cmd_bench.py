@@ -14,19 +14,21 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-# kgc.tools.bench is light (the registry imports each benchmark only when it runs).
-from kgc.tools.outdir import writable_dir
 from kgc.tools.bench import BENCHMARKS, PLOTTERS, BenchCheckFailed, BenchOptions, BenchResult, BenchUnavailable
 from kgc.tools.bench.machine import describe_machine
+
+# kgc.tools.bench is light (the registry imports each benchmark only when it runs).
+from kgc.tools.outdir import writable_dir
 
 EXIT_OK, EXIT_USAGE, EXIT_CHECK_FAILED, EXIT_UNAVAILABLE = 0, 1, 30, 31
 DEFAULT_OUT = Path("bench") / "results"
@@ -86,8 +88,9 @@ def run_bench(
         raise KeyError(f"unknown benchmark {name!r}; choose from {', '.join([*registry, 'all'])}")
     names = list(registry) if name == "all" else [name]
     now = datetime.now()
-    report = BenchReport(requested=name, quick=quick, machine=describe_machine(),
-                         timestamp=now.isoformat(timespec="seconds"))
+    report = BenchReport(
+        requested=name, quick=quick, machine=describe_machine(), timestamp=now.isoformat(timespec="seconds")
+    )
     options = BenchOptions(quick=quick, seed=seed, progress=progress)
     for bench in names:
         try:
@@ -144,7 +147,9 @@ def render(report: BenchReport, console: Console) -> None:
 def bench_command(
     benchmark: str = typer.Argument("all", help="purgatory, tlc, replay or all."),
     json_output: bool = typer.Option(False, "--json", help="End with one JSON object on the last line."),
-    quick: bool = typer.Option(False, "--quick", help="Small sizes: check everything runs and agrees; no timing claims."),
+    quick: bool = typer.Option(
+        False, "--quick", help="Small sizes: check everything runs and agrees; no timing claims."
+    ),
     out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the result JSON and plots."),
     seed: int = typer.Option(0, "--seed", help="Seed of the generated workloads."),
 ) -> None:
@@ -154,14 +159,17 @@ def bench_command(
     errors = Console(stderr=True)
     writable_dir(out, "--out", "bench")
     try:
-        report = run_bench(benchmark, quick=quick, out_dir=out, seed=seed,
-                           progress=lambda m: errors.print(f"[dim]{m}[/dim]"))
+        report = run_bench(
+            benchmark, quick=quick, out_dir=out, seed=seed, progress=lambda m: errors.print(f"[dim]{m}[/dim]")
+        )
     except KeyError as err:
         errors.print(f"[red]{err.args[0]}[/red]")
         raise typer.Exit(EXIT_USAGE) from None
     except ModuleNotFoundError as err:
         # an optional extra is missing (matplotlib for the plots: the bench extra)
-        typer.echo(f"kgc bench: error: {err.name} is not installed; install the extra: pip install 'kgc[bench]'", err=True)
+        typer.echo(
+            f"kgc bench: error: {err.name} is not installed; install the extra: pip install 'kgc[bench]'", err=True
+        )
         raise typer.Exit(2) from None
     render(report, console)
     if json_output:

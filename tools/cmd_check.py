@@ -17,9 +17,9 @@ import typer
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from kgc.tools.outdir import writable_dir
-from kgc.tools.exit_codes import ExitCode, exit_code_for
 from kgc.spec.tlc_result import CheckResult, Outcome
+from kgc.tools.exit_codes import ExitCode, exit_code_for
+from kgc.tools.outdir import writable_dir
 
 __all__ = ["check", "register"]
 
@@ -103,7 +103,9 @@ class _LiveProgress:
         self._progress.update(self._task, description=result.phase, stats=stats)
 
 
-def summary_json(model: str, result: CheckResult, code: ExitCode, run_dir: Path | None, counterexample: Path | None, workers: int) -> dict[str, Any]:
+def summary_json(
+    model: str, result: CheckResult, code: ExitCode, run_dir: Path | None, counterexample: Path | None, workers: int
+) -> dict[str, Any]:
     wall = result.wall_seconds or 0.0
     rate = (result.states_generated / wall) if result.states_generated is not None and wall > 0 else None
     distinct_rate = (result.distinct_states / wall) if result.distinct_states is not None and wall > 0 else None
@@ -139,7 +141,9 @@ def _fail_before_run(code: ExitCode, kind: str, message: str, model: str, json_o
     raise typer.Exit(int(code))
 
 
-def _print_report(console: Console, model: str, result: CheckResult, run_dir: Path, counterexample: Path | None) -> None:
+def _print_report(
+    console: Console, model: str, result: CheckResult, run_dir: Path, counterexample: Path | None
+) -> None:
     from kgc.tools.trace_view import render_trace
 
     outcome = result.outcome or Outcome.CRASHED
@@ -174,16 +178,27 @@ def check(
     model: Annotated[str, typer.Option("--model", "-m", help="Model name: spec/models/NAME.cfg.")] = DEFAULT_MODEL,
     workers: Annotated[int, typer.Option(min=1, help="TLC worker threads (2.15 has no 'auto').")] = 1,
     timeout: Annotated[float | None, typer.Option(min=0.001, help="Seconds before TLC is killed (exit 22).")] = None,
-    json_output: Annotated[bool, typer.Option("--json", help="Print a JSON summary as the last line of stdout.")] = False,
-    out: Annotated[Path | None, typer.Option(help="Run folder (new or empty); default runs/<model>-<time>-<pid>/.")] = None,
+    json_output: Annotated[
+        bool, typer.Option("--json", help="Print a JSON summary as the last line of stdout.")
+    ] = False,
+    out: Annotated[
+        Path | None, typer.Option(help="Run folder (new or empty); default runs/<model>-<time>-<pid>/.")
+    ] = None,
     max_heap: Annotated[str | None, typer.Option(help="Java heap limit, e.g. 2g (default: the JVM's).")] = None,
     spec_dir: Annotated[Path | None, typer.Option(help="Spec folder to use instead of the installed kgc.spec.")] = None,
 ) -> None:
     """Model-check a model of the spec with TLC. Exit codes: see docs/check.md."""
-    from kgc.spec.itf import write_itf
     from kgc.spec.catalog import ModelNotFoundError, resolve_model
+    from kgc.spec.itf import write_itf
     from kgc.spec.tlc import (
-        JarMissingError, JavaMissingError, Terminated, TlcJob, locate_jar, locate_java, make_run_dir, run_tlc,
+        JarMissingError,
+        JavaMissingError,
+        Terminated,
+        TlcJob,
+        locate_jar,
+        locate_java,
+        make_run_dir,
+        run_tlc,
     )
 
     try:
@@ -200,7 +215,9 @@ def check(
     except (ModelNotFoundError, ValueError) as exc:
         _fail_before_run(ExitCode.USAGE, "usage_error", str(exc), model, json_output)
     if out is not None and out.exists() and (not out.is_dir() or any(out.iterdir())):
-        _fail_before_run(ExitCode.USAGE, "usage_error", f"--out {out} must be a new or empty folder", model, json_output)
+        _fail_before_run(
+            ExitCode.USAGE, "usage_error", f"--out {out} must be a new or empty folder", model, json_output
+        )
     try:
         java = locate_java()
     except JavaMissingError as exc:
@@ -217,8 +234,11 @@ def check(
         try:
             run_dir = make_run_dir(DEFAULT_RUNS_DIR, found.name)
         except OSError as err:
-            typer.echo(f"kgc check: error: cannot make a run folder under {DEFAULT_RUNS_DIR.resolve()}: "
-                       f"{err.strerror or err} (give --out)", err=True)
+            typer.echo(
+                f"kgc check: error: cannot make a run folder under {DEFAULT_RUNS_DIR.resolve()}: "
+                f"{err.strerror or err} (give --out)",
+                err=True,
+            )
             raise typer.Exit(int(ExitCode.USAGE)) from None
     errors = Console(stderr=True, highlight=False)
     try:
@@ -226,10 +246,16 @@ def check(
             result = run_tlc(job, run_dir, on_update=live.update, java=java, jar=jar)
     except Terminated as exc:
         signum = int(signal.Signals[str(exc)])
-        errors.print(f"kgc check: error: stopped by {exc}; TLC was killed too; partial output in {_shown(run_dir / 'tlc.out')}", markup=False, soft_wrap=True)
+        errors.print(
+            f"kgc check: error: stopped by {exc}; TLC was killed too; partial output in {_shown(run_dir / 'tlc.out')}",
+            markup=False,
+            soft_wrap=True,
+        )
         raise typer.Exit(128 + signum) from None
     if result.outcome is Outcome.TIMEOUT:
-        result.error = f"TLC did not finish within {timeout:g} s and was killed; partial output in {_shown(run_dir / 'tlc.out')}"
+        result.error = (
+            f"TLC did not finish within {timeout:g} s and was killed; partial output in {_shown(run_dir / 'tlc.out')}"
+        )
 
     counterexample: Path | None = None
     if result.trace is not None and result.trace.states:
@@ -239,7 +265,11 @@ def check(
             result.trace,
             source=found.module.name,
             description=result.error or "",
-            meta={"model": found.name, "outcome": result.outcome.value if result.outcome else None, "violated": result.violated},
+            meta={
+                "model": found.name,
+                "outcome": result.outcome.value if result.outcome else None,
+                "violated": result.violated,
+            },
         )
     code = exit_code_for(result.outcome)
     summary = summary_json(found.name, result, code, run_dir, counterexample, workers)

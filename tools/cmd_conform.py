@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, List, Optional
+from typing import Annotated
 
 import typer
 
 from kgc.tools.outdir import writable_dir
-
 from kgc.tools.progress import counted
 
 __all__ = ["conform_command", "register"]
@@ -27,14 +26,20 @@ EXIT_PASS, EXIT_DIVERGED, EXIT_ERROR = 0, 1, 2
 
 
 def conform_command(
-    paths: Annotated[List[Path], typer.Argument(help="ITF trace files, or folders of *.itf.json.")],
-    bug: Annotated[Optional[str], typer.Option(envvar="KGC_IMPL_BUG", help="Seeded implementation bug to run (conformance/seeded_bugs.py).")] = None,
-    model: Annotated[Optional[str], typer.Option(help="Model whose constants to use (default: the traces' own).")] = None,
+    paths: Annotated[list[Path], typer.Argument(help="ITF trace files, or folders of *.itf.json.")],
+    bug: Annotated[
+        str | None,
+        typer.Option(envvar="KGC_IMPL_BUG", help="Seeded implementation bug to run (conformance/seeded_bugs.py)."),
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="Model whose constants to use (default: the traces' own).")] = None,
     ms_per_unit: Annotated[int, typer.Option(min=1, help="With --model: milliseconds per spec time unit.")] = 1000,
     stop: Annotated[bool, typer.Option("--stop/--all", help="Stop at the first diverging trace.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also list every trace that conformed.")] = False,
     json_output: Annotated[bool, typer.Option("--json", help="Print a JSON summary as the last line.")] = False,
-    record: Annotated[Optional[Path], typer.Option(help="Also write the implementation's runs here as recorded traces, for kgc validate.")] = None,
+    record: Annotated[
+        Path | None,
+        typer.Option(help="Also write the implementation's runs here as recorded traces, for kgc validate."),
+    ] = None,
 ) -> None:
     """Replay spec traces on the implementation; report the first divergence of each."""
     from kgc.conformance.abstraction import SpecConstants
@@ -63,6 +68,7 @@ def conform_command(
             typer.echo(f"{outcome.verdict} {outcome.file}: {outcome.steps} steps")
 
     with counted("kgc conform", len(files), "traces") as advance:
+
         def on_trace(outcome) -> None:
             show(outcome)
             advance(1)
@@ -72,18 +78,31 @@ def conform_command(
     code = EXIT_ERROR if report.count("ERROR") else EXIT_DIVERGED if report.count("DIVERGED") else EXIT_PASS
     if json_output:
         first = report.first_divergence
-        typer.echo(json.dumps({
-            "implementation": cls.__name__, "traces": len(report.outcomes),
-            "conform": report.count("CONFORMS"),
-            "diverged": report.count("DIVERGED"), "errors": report.count("ERROR"),
-            "steps": report.steps, "seconds": round(report.seconds, 3),
-            "steps_per_second": round(report.steps_per_second, 1),
-            "first_divergence": None if first is None else {
-                "trace": first.file, "step": first.divergence.step,
-                "action": first.divergence.action, "variable": first.divergence.variable,
-                "spec": first.divergence.spec_value, "implementation": first.divergence.impl_value},
-            "exit_code": code,
-        }))
+        typer.echo(
+            json.dumps(
+                {
+                    "implementation": cls.__name__,
+                    "traces": len(report.outcomes),
+                    "conform": report.count("CONFORMS"),
+                    "diverged": report.count("DIVERGED"),
+                    "errors": report.count("ERROR"),
+                    "steps": report.steps,
+                    "seconds": round(report.seconds, 3),
+                    "steps_per_second": round(report.steps_per_second, 1),
+                    "first_divergence": None
+                    if first is None
+                    else {
+                        "trace": first.file,
+                        "step": first.divergence.step,
+                        "action": first.divergence.action,
+                        "variable": first.divergence.variable,
+                        "spec": first.divergence.spec_value,
+                        "implementation": first.divergence.impl_value,
+                    },
+                    "exit_code": code,
+                }
+            )
+        )
     raise typer.Exit(code)
 
 

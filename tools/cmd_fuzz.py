@@ -11,12 +11,12 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from kgc.tools.outdir import writable_dir
 from kgc.tools.exit_codes import ExitCode
+from kgc.tools.outdir import writable_dir
 
 __all__ = ["fuzz_command", "register"]
 
@@ -27,10 +27,12 @@ EXIT_USAGE = int(ExitCode.USAGE)
 
 
 def fuzz_command(
-    examples: Annotated[Optional[int], typer.Option(min=1, help="Examples to try (default: the profile's).")] = None,
-    steps: Annotated[Optional[int], typer.Option(min=1, help="Steps per example (default: the profile's).")] = None,
+    examples: Annotated[int | None, typer.Option(min=1, help="Examples to try (default: the profile's).")] = None,
+    steps: Annotated[int | None, typer.Option(min=1, help="Steps per example (default: the profile's).")] = None,
     profile: Annotated[str, typer.Option(help="Hypothesis profile: ci (quick, derandomized) or deep.")] = "deep",
-    bug: Annotated[Optional[str], typer.Option(envvar="KGC_IMPL_BUG", help="Seeded implementation bug (conformance/seeded_bugs.py).")] = None,
+    bug: Annotated[
+        str | None, typer.Option(envvar="KGC_IMPL_BUG", help="Seeded implementation bug (conformance/seeded_bugs.py).")
+    ] = None,
     save: Annotated[Path, typer.Option(help="Folder for the scenario file of a failing example.")] = Path("kgc-fuzz"),
 ) -> None:
     """Hypothesis stateful testing: consumers, time, failovers and stray requests against the
@@ -61,14 +63,15 @@ def fuzz_command(
         elif n % 100 == 0:
             typer.echo(f"examples: {n} ({now - started:.0f} s)")
 
-    result = fuzz(cls, profile=profile, examples=examples, steps=steps, save_dir=save,
-                  on_example=progress)
+    result = fuzz(cls, profile=profile, examples=examples, steps=steps, save_dir=save, on_example=progress)
     if tty:
         typer.echo("")
     took = time.monotonic() - started
     failures = 0 if result.ok else 1
-    head = (f"kgc fuzz ({cls.__name__}, profile {profile}): {result.examples} sequences, {result.steps} steps, "
-            f"{failures} failures in {took:.1f} s")
+    head = (
+        f"kgc fuzz ({cls.__name__}, profile {profile}): {result.examples} sequences, {result.steps} steps, "
+        f"{failures} failures in {took:.1f} s"
+    )
     if result.violation is not None:
         v = result.violation
         typer.echo(f"{head}: PROPERTY VIOLATED {v}")

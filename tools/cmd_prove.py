@@ -11,20 +11,21 @@ and none failed, 1 for a bad option (an unknown --bug).
 from __future__ import annotations
 
 import json
-from typing import Any, List, Optional
+from typing import Any
 
 import typer
 
 from kgc.tools.exit_codes import ExitCode
 
-EXIT_PROVED = int(ExitCode.PASSED)          # 0
+EXIT_PROVED = int(ExitCode.PASSED)  # 0
 EXIT_NOT_INDUCTIVE = int(ExitCode.SAFETY_VIOLATED)  # 10
-EXIT_UNKNOWN = int(ExitCode.TLC_ERROR)      # 21
-EXIT_USAGE = int(ExitCode.USAGE)            # 1
+EXIT_UNKNOWN = int(ExitCode.TLC_ERROR)  # 21
+EXIT_USAGE = int(ExitCode.USAGE)  # 1
 
 
-def run_prove(json_output: bool = False, bugs: Optional[List[str]] = None, timeout_ms: int = 5000,
-              console: Any = None) -> int:
+def run_prove(
+    json_output: bool = False, bugs: list[str] | None = None, timeout_ms: int = 5000, console: Any = None
+) -> int:
     """Run every check, print the table (and the JSON line), return the exit code."""
     from rich.console import Console
 
@@ -41,15 +42,17 @@ def run_prove(json_output: bool = False, bugs: Optional[List[str]] = None, timeo
     render(report, console)
     code = {0: EXIT_PROVED, 10: EXIT_NOT_INDUCTIVE, 21: EXIT_UNKNOWN}[report.exit_code]
     if json_output:
-        console.print(json.dumps(report.to_json(), separators=(",", ":")), markup=False, highlight=False,
-                      soft_wrap=True)
+        console.print(
+            json.dumps(report.to_json(), separators=(",", ":")), markup=False, highlight=False, soft_wrap=True
+        )
     return code
 
 
 def prove_command(
     json_output: bool = typer.Option(False, "--json", help="Print one JSON object as the last line."),
-    bug: List[str] = typer.Option([], "--bug", help="Seed a bug (repeatable): sync-in-preparing, "
-                                  "two-leaders, generation-not-bumped."),
+    bug: list[str] = typer.Option(
+        [], "--bug", help="Seed a bug (repeatable): sync-in-preparing, two-leaders, generation-not-bumped."
+    ),
     timeout_ms: int = typer.Option(5000, "--timeout-ms", min=1, help="Z3 timeout per check, in ms."),
 ) -> None:
     """Prove SingleLeaderPerGeneration and NoSyncInPreparingRebalance (with their strengthening

@@ -10,9 +10,10 @@ that a scenario `kgc fuzz --bug NAME` saved reproduces its failure; an unknown n
 
 from __future__ import annotations
 
-from pathlib import Path
 import tempfile
-from typing import Annotated, Any, Callable, List, Optional
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
@@ -31,8 +32,7 @@ def replay_one(path: Path, coordinator: Any = None, durable: bool = False) -> tu
         scenario = load_scenario(path)
         if durable:
             with tempfile.TemporaryDirectory(prefix="kgc-replay-store-") as folder:
-                result = run_scenario(scenario, coordinator_class=coordinator,
-                                      store_path=Path(folder) / "groups.log")
+                result = run_scenario(scenario, coordinator_class=coordinator, store_path=Path(folder) / "groups.log")
         else:
             result = run_scenario(scenario, coordinator_class=coordinator)
     except ScenarioError as e:
@@ -42,8 +42,9 @@ def replay_one(path: Path, coordinator: Any = None, durable: bool = False) -> tu
     return EXIT_FAIL, f"FAIL {result.name}: {result.failure}"
 
 
-def replay(files: list[Path], echo: Callable[[str], None] = print, coordinator: Any = None,
-           durable: bool = False) -> int:
+def replay(
+    files: list[Path], echo: Callable[[str], None] = print, coordinator: Any = None, durable: bool = False
+) -> int:
     worst = EXIT_PASS
     for path in files:
         status, line = replay_one(Path(path), coordinator, durable)
@@ -53,9 +54,17 @@ def replay(files: list[Path], echo: Callable[[str], None] = print, coordinator: 
 
 
 def replay_command(
-    files: List[Path] = typer.Argument(..., help="Scenario files (format 1) to run."),
-    bug: Annotated[Optional[str], typer.Option(envvar=ENV_VAR, help="Seeded implementation bug to run (conformance/seeded_bugs.py).")] = None,
-    durable_store: Annotated[bool, typer.Option("--durable-store", help="Keep group metadata in a durable file store (fsync per write); `load` recovers it from the file.")] = False,
+    files: list[Path] = typer.Argument(..., help="Scenario files (format 1) to run."),
+    bug: Annotated[
+        str | None, typer.Option(envvar=ENV_VAR, help="Seeded implementation bug to run (conformance/seeded_bugs.py).")
+    ] = None,
+    durable_store: Annotated[
+        bool,
+        typer.Option(
+            "--durable-store",
+            help="Keep group metadata in a durable file store (fsync per write); `load` recovers it from the file.",
+        ),
+    ] = False,
 ) -> None:
     """Run scenario files against the Python coordinator: PASS, FAIL at the first step that
     did not hold, or ERROR for a file that is not a valid scenario."""

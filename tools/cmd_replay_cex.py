@@ -9,7 +9,7 @@ could not be read. `--bug NAME` (or KGC_IMPL_BUG) runs a seeded-bug coordinator 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -19,9 +19,16 @@ EXIT_NONE, EXIT_SAME, EXIT_INVALID, EXIT_DIFFERENT = 0, 1, 2, 3
 
 
 def replay_cex_command(
-    file: Annotated[Path, typer.Argument(help="Counterexample as ITF JSON (kgc check writes counterexample.itf.json).")],
-    bug: Annotated[Optional[str], typer.Option(envvar="KGC_IMPL_BUG", help="Seeded implementation bug to run (conformance/seeded_bugs.py).")] = None,
-    model: Annotated[Optional[str], typer.Option(help="Model whose constants to use (default: the one in the file's #meta).")] = None,
+    file: Annotated[
+        Path, typer.Argument(help="Counterexample as ITF JSON (kgc check writes counterexample.itf.json).")
+    ],
+    bug: Annotated[
+        str | None,
+        typer.Option(envvar="KGC_IMPL_BUG", help="Seeded implementation bug to run (conformance/seeded_bugs.py)."),
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option(help="Model whose constants to use (default: the one in the file's #meta).")
+    ] = None,
 ) -> None:
     """Replay a counterexample on the implementation: follows / deviates per step, and the
     verdict SAME, DIFFERENT or NONE."""
@@ -36,8 +43,7 @@ def replay_cex_command(
     except Exception as e:  # noqa: BLE001 - any unreadable input is one error line
         typer.echo(f"kgc replay-cex: error: {file}: {type(e).__name__}: {e}", err=True)
         raise typer.Exit(EXIT_INVALID) from None
-    typer.echo(f"kgc replay-cex {file} (model {report.model}, violates {report.violated}) "
-               f"on {report.implementation}")
+    typer.echo(f"kgc replay-cex {file} (model {report.model}, violates {report.violated}) on {report.implementation}")
     for step in report.steps:
         typer.echo("  " + step.line())
     typer.echo(report.conclusion())

@@ -10,12 +10,12 @@ failures and timeouts.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from kgc.tools.outdir import writable_dir
 from kgc.tools.exit_codes import ExitCode, exit_code_for
+from kgc.tools.outdir import writable_dir
 
 __all__ = ["register", "simulate_command"]
 
@@ -26,9 +26,11 @@ def simulate_command(
     depth: Annotated[int, typer.Option(min=1, help="States per behaviour (at most).")] = 40,
     seed: Annotated[int, typer.Option(help="TLC's random seed: same seed, same traces.")] = 0,
     out: Annotated[Path, typer.Option(help="Folder for trace-NNNNN.itf.json (new or empty).")] = Path("traces"),
-    ms_per_unit: Annotated[int, typer.Option(min=1, help="Milliseconds per spec time unit (recorded for conform).")] = 1000,
-    timeout: Annotated[Optional[float], typer.Option(min=0.001, help="Seconds before TLC is killed.")] = None,
-    spec_dir: Annotated[Optional[Path], typer.Option(help="Spec folder instead of the installed kgc.spec.")] = None,
+    ms_per_unit: Annotated[
+        int, typer.Option(min=1, help="Milliseconds per spec time unit (recorded for conform).")
+    ] = 1000,
+    timeout: Annotated[float | None, typer.Option(min=0.001, help="Seconds before TLC is killed.")] = None,
+    spec_dir: Annotated[Path | None, typer.Option(help="Spec folder instead of the installed kgc.spec.")] = None,
 ) -> None:
     """Draw random behaviours of a model with TLC and write them as ITF traces."""
     from kgc.conformance.mbt import simulate
@@ -40,26 +42,33 @@ def simulate_command(
         raise typer.Exit(int(ExitCode.USAGE))
     writable_dir(out, "--out", "simulate")
     try:
-        result = simulate(model, traces, depth, seed, out, ms_per_unit=ms_per_unit,
-                          timeout=timeout, spec_dir=spec_dir)
+        result = simulate(model, traces, depth, seed, out, ms_per_unit=ms_per_unit, timeout=timeout, spec_dir=spec_dir)
     except (ModelNotFoundError, ValueError) as e:
         typer.echo(f"kgc simulate: error: {e}", err=True)
         raise typer.Exit(int(ExitCode.USAGE)) from None
-    except OSError as e:   # the --out folder filled up or went away while traces were written
+    except OSError as e:  # the --out folder filled up or went away while traces were written
         written = len(list(out.glob("trace-*.itf.json"))) if out.is_dir() else 0
         typer.echo(f"kgc simulate: error: writing to {out}: {e.strerror or e} ({written} traces written)", err=True)
         raise typer.Exit(int(ExitCode.USAGE)) from None
     except TlcSetupError as e:
         typer.echo(f"kgc simulate: error: {e}", err=True)
-        code = (ExitCode.JAVA_MISSING if isinstance(e, JavaMissingError)
-                else ExitCode.JAR_MISSING if isinstance(e, JarMissingError) else ExitCode.TLC_ERROR)
+        code = (
+            ExitCode.JAVA_MISSING
+            if isinstance(e, JavaMissingError)
+            else ExitCode.JAR_MISSING
+            if isinstance(e, JarMissingError)
+            else ExitCode.TLC_ERROR
+        )
         raise typer.Exit(int(code)) from None
     total = result.tlc_seconds + result.convert_seconds
     rate = len(result.files) / total if total > 0 else 0.0
-    typer.echo(f"kgc simulate {result.model}: {len(result.files)} traces, {result.states} states "
-               f"(depth {depth}, seed {seed}) in {out}")
-    typer.echo(f"  TLC {result.tlc_seconds:.1f} s, conversion to ITF {result.convert_seconds:.1f} s "
-               f"({rate:,.0f} traces/s)")
+    typer.echo(
+        f"kgc simulate {result.model}: {len(result.files)} traces, {result.states} states "
+        f"(depth {depth}, seed {seed}) in {out}"
+    )
+    typer.echo(
+        f"  TLC {result.tlc_seconds:.1f} s, conversion to ITF {result.convert_seconds:.1f} s ({rate:,.0f} traces/s)"
+    )
     if result.counterexample is not None:
         typer.echo(f"  the model violates {result.check.violated}: {result.counterexample}")
         raise typer.Exit(int(ExitCode.SAFETY_VIOLATED))

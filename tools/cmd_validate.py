@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, List, Optional
+from typing import Annotated
 
 import typer
 
-from kgc.tools.outdir import writable_dir
 from kgc.tools.exit_codes import ExitCode
+from kgc.tools.outdir import writable_dir
 from kgc.tools.progress import counted
 
 __all__ = ["register", "validate_command"]
@@ -30,10 +30,10 @@ EXIT_PASS = int(ExitCode.PASSED)
 EXIT_UNEXPLAINED = int(ExitCode.SAFETY_VIOLATED)
 EXIT_TLC = int(ExitCode.SPEC_ERROR)
 EXIT_USAGE = int(ExitCode.USAGE)
-EXIT_INPUT = 2   # a trace or scenario file kgc cannot use (as kgc replay and kgc conform)
+EXIT_INPUT = 2  # a trace or scenario file kgc cannot use (as kgc replay and kgc conform)
 
 
-def _trace_files(paths: List[Path]) -> list[Path]:
+def _trace_files(paths: list[Path]) -> list[Path]:
     files: list[Path] = []
     for p in paths:
         p = Path(p)
@@ -42,25 +42,37 @@ def _trace_files(paths: List[Path]) -> list[Path]:
 
 
 def validate_command(
-    traces: Annotated[Optional[List[Path]], typer.Argument(help="Recorded traces, or folders of them.")] = None,
-    scenarios: Annotated[List[Path], typer.Option("--scenarios", help="Record these scenario files (or folders) first.")] = [],
+    traces: Annotated[list[Path] | None, typer.Argument(help="Recorded traces, or folders of them.")] = None,
+    scenarios: Annotated[
+        list[Path] | None, typer.Option("--scenarios", help="Record these scenario files (or folders) first.")
+    ] = None,
     random_runs: Annotated[int, typer.Option("--random", min=0, help="Record this many random runs first.")] = 0,
     steps: Annotated[int, typer.Option(min=1, help="Steps per random run.")] = 50,
     seed: Annotated[int, typer.Option(help="First seed of the random runs.")] = 0,
-    bug: Annotated[Optional[str], typer.Option(envvar="KGC_IMPL_BUG", help="Record a seeded-bug coordinator (conformance/seeded_bugs.py).")] = None,
-    out: Annotated[Optional[Path], typer.Option(help="Write the recorded traces here.")] = None,
-    jobs: Annotated[Optional[int], typer.Option(min=1, help="TLC processes at a time (default: one per core).")] = None,
-    classic: Annotated[bool, typer.Option("--classic", help="Also check TraceNotFinished as an invariant (TLC prints each matched trace: slower).")] = False,
-    work_dir: Annotated[Optional[Path], typer.Option("--keep", help="Keep the generated modules and TLC output in this folder.")] = None,
-    timeout: Annotated[Optional[float], typer.Option(min=1, help="Seconds per TLC run.")] = None,
+    bug: Annotated[
+        str | None,
+        typer.Option(envvar="KGC_IMPL_BUG", help="Record a seeded-bug coordinator (conformance/seeded_bugs.py)."),
+    ] = None,
+    out: Annotated[Path | None, typer.Option(help="Write the recorded traces here.")] = None,
+    jobs: Annotated[int | None, typer.Option(min=1, help="TLC processes at a time (default: one per core).")] = None,
+    classic: Annotated[
+        bool,
+        typer.Option(
+            "--classic", help="Also check TraceNotFinished as an invariant (TLC prints each matched trace: slower)."
+        ),
+    ] = False,
+    work_dir: Annotated[
+        Path | None, typer.Option("--keep", help="Keep the generated modules and TLC output in this folder.")
+    ] = None,
+    timeout: Annotated[float | None, typer.Option(min=1, help="Seconds per TLC run.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only failing traces and the summary.")] = False,
     json_output: Annotated[bool, typer.Option("--json", help="Print a JSON summary as the last line.")] = False,
 ) -> None:
     """Check with TLC that recorded implementation runs are behaviours of the spec; name, for
     each run that is not, the first step the spec cannot explain."""
     from kgc.conformance.recorded_trace import read_trace, write_trace
-    from kgc.conformance.seeded_bugs import coordinator_class
     from kgc.conformance.scenario import ScenarioError
+    from kgc.conformance.seeded_bugs import coordinator_class
     from kgc.conformance.validate import ValidationError, validate_traces
     from kgc.spec.tlc import JavaMissingError, locate_java
 
@@ -74,13 +86,17 @@ def validate_command(
         recorded += [read_trace(f) for f in _trace_files(list(traces or []))]
         if scenarios:
             from kgc.conformance.recorder import record_scenario_file
+
             files = [f for f in _trace_files(list(scenarios))]
             recorded += [record_scenario_file(f, cls) for f in files]
         if random_runs:
             from kgc.conformance.recorder import RANDOM_RUN_CONSTANTS, random_run
-            recorded += [random_run(RANDOM_RUN_CONSTANTS, steps, s, coordinator_class=cls)
-                         for s in range(seed, seed + random_runs)]
-    except (OSError, ValueError, ScenarioError) as e:   # InputError is a ValueError
+
+            recorded += [
+                random_run(RANDOM_RUN_CONSTANTS, steps, s, coordinator_class=cls)
+                for s in range(seed, seed + random_runs)
+            ]
+    except (OSError, ValueError, ScenarioError) as e:  # InputError is a ValueError
         typer.echo(f"kgc validate: error: {e}", err=True)
         raise typer.Exit(EXIT_INPUT) from None
     if not recorded:
@@ -98,9 +114,15 @@ def validate_command(
         raise typer.Exit(int(ExitCode.JAVA_MISSING)) from None
     try:
         with counted("kgc validate", len(recorded), "traces") as advance:
-            report = validate_traces(recorded, jobs=jobs, classic=classic, work_dir=work_dir,
-                                     keep=work_dir is not None, timeout=timeout,
-                                     on_batch=lambda _b, _n, verdicts: advance(len(verdicts)))
+            report = validate_traces(
+                recorded,
+                jobs=jobs,
+                classic=classic,
+                work_dir=work_dir,
+                keep=work_dir is not None,
+                timeout=timeout,
+                on_batch=lambda _b, _n, verdicts: advance(len(verdicts)),
+            )
     except (ValidationError, ValueError) as e:
         typer.echo(f"kgc validate: error: {e}", err=True)
         raise typer.Exit(EXIT_TLC) from None
@@ -111,19 +133,36 @@ def validate_command(
         typer.echo(f"ERROR {e}")
     failed = sum(1 for v in report.verdicts if not v.matched)
     per_minute = len(report.verdicts) / report.seconds * 60 if report.seconds else 0.0
-    typer.echo(f"kgc validate ({cls.__name__}): {len(report.verdicts)} traces, "
-               f"{report.states - len(recorded)} steps: {len(report.verdicts) - failed} behaviours "
-               f"of the spec, {failed} not; {report.tlc_runs} TLC batches in "
-               f"{report.seconds:.1f} s ({per_minute:.0f} traces/min)")
+    typer.echo(
+        f"kgc validate ({cls.__name__}): {len(report.verdicts)} traces, "
+        f"{report.states - len(recorded)} steps: {len(report.verdicts) - failed} behaviours "
+        f"of the spec, {failed} not; {report.tlc_runs} TLC batches in "
+        f"{report.seconds:.1f} s ({per_minute:.0f} traces/min)"
+    )
     code = EXIT_TLC if report.errors else EXIT_UNEXPLAINED if failed else EXIT_PASS
     if json_output:
-        typer.echo(json.dumps({
-            "traces": len(report.verdicts), "failed": failed, "seconds": round(report.seconds, 2),
-            "errors": report.errors,
-            "failures": [{"trace": v.name, "step": v.failed_step, "action": v.action,
-                          "origin": v.origin, "reason": v.reason,
-                          "diffs": [str(d) for d in v.diffs]}
-                         for v in report.verdicts if not v.matched]}))
+        typer.echo(
+            json.dumps(
+                {
+                    "traces": len(report.verdicts),
+                    "failed": failed,
+                    "seconds": round(report.seconds, 2),
+                    "errors": report.errors,
+                    "failures": [
+                        {
+                            "trace": v.name,
+                            "step": v.failed_step,
+                            "action": v.action,
+                            "origin": v.origin,
+                            "reason": v.reason,
+                            "diffs": [str(d) for d in v.diffs],
+                        }
+                        for v in report.verdicts
+                        if not v.matched
+                    ],
+                }
+            )
+        )
     raise typer.Exit(code)
 
 

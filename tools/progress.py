@@ -23,8 +23,15 @@ def counted(label: str, total: int, unit: str) -> Iterator[Callable[[int], None]
     """Yields `advance(n)`; call it as units of work finish."""
     console = Console(stderr=True)
     if console.is_terminal:
-        bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn(unit),
-                       TimeElapsedColumn(), console=console, transient=True)
+        bar = Progress(
+            TextColumn(label),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn(unit),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        )
         task = bar.add_task(label, total=total)
         with bar:
             yield lambda n: bar.advance(task, n)
@@ -38,8 +45,7 @@ def counted(label: str, total: int, unit: str) -> Iterator[Callable[[int], None]
         nonlocal done, next_at
         done += n
         if done >= next_at and done < total:
-            print(f"{label}: {done}/{total} {unit} ({time.monotonic() - started:.0f} s)",
-                  file=sys.stderr, flush=True)
+            print(f"{label}: {done}/{total} {unit} ({time.monotonic() - started:.0f} s)", file=sys.stderr, flush=True)
             next_at = (done // step + 1) * step
 
     yield advance

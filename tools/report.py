@@ -11,8 +11,9 @@ from __future__ import annotations
 import html
 import json
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable, Protocol
+from typing import Any, Protocol
 
 __all__ = ["write_report"]
 
@@ -84,8 +85,19 @@ def _check_section(stage: _StageLike) -> str:
     s = stage.summary
     if not s:
         return f"<pre>{_e(stage.output_tail)}</pre>"
-    keys = ["model", "result", "violated", "states_generated", "distinct_states", "depth",
-            "wall_seconds", "states_per_second", "workers", "tlc_version", "run_dir"]
+    keys = [
+        "model",
+        "result",
+        "violated",
+        "states_generated",
+        "distinct_states",
+        "depth",
+        "wall_seconds",
+        "states_per_second",
+        "workers",
+        "tlc_version",
+        "run_dir",
+    ]
     rows = "".join(f"<tr><th>{k}</th><td>{_e(s.get(k))}</td></tr>" for k in keys if s.get(k) is not None)
     out = f"<table>{rows}</table>"
     if s.get("counterexample"):
@@ -111,7 +123,9 @@ def _prove_section(stage: _StageLike) -> str:
         for a in actions:
             c = by_action.get(a)
             status = (c or {}).get("status", "")
-            cls = {"proved": "pass", "not inductive": "fail", "not_inductive": "fail"}.get(status, "unknown" if c else "")
+            cls = {"proved": "pass", "not inductive": "fail", "not_inductive": "fail"}.get(
+                status, "unknown" if c else ""
+            )
             mark = {"proved": "✓", "": ""}.get(status, "✗" if cls == "fail" else "?")
             cells.append(f"<td class='m {cls}' title='{_e(status)} {_e((c or {}).get('ms', ''))} ms'>{mark}</td>")
         rows.append(f"<tr><td>{_e(inv)}</td>{''.join(cells)}</tr>")
@@ -135,6 +149,8 @@ def write_report(run_dir: Path, results: list[_StageLike]) -> Path:
     for r in results:
         body.append(f"<h2>{_e(r.name)}</h2>" + _SECTIONS.get(r.name, _plain_section)(r))
     page = run_dir / "report.html"
-    page.write_text(f"<!doctype html><html><head><meta charset='utf-8'><title>kgc report</title>"
-                    f"<style>{_CSS}</style></head><body>{''.join(body)}</body></html>")
+    page.write_text(
+        f"<!doctype html><html><head><meta charset='utf-8'><title>kgc report</title>"
+        f"<style>{_CSS}</style></head><body>{''.join(body)}</body></html>"
+    )
     return page

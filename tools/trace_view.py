@@ -12,8 +12,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kgc.spec.values import Record, TlaFunction, TlaValue, format_value
 from kgc.spec.tlc_result import Trace
+from kgc.spec.values import Record, TlaFunction, TlaValue, format_value
 
 __all__ = ["Change", "render_trace", "short_location", "state_changes"]
 
@@ -39,7 +39,9 @@ def _diff(path: str, old: TlaValue, new: TlaValue, out: list[Change]) -> None:
         return
     if isinstance(old, TlaFunction) and isinstance(new, TlaFunction):
         for key in list(old) + [k for k in new if k not in old]:
-            sub = f"{path}.{key}" if isinstance(old, Record) and isinstance(key, str) else f"{path}[{format_value(key)}]"
+            sub = (
+                f"{path}.{key}" if isinstance(old, Record) and isinstance(key, str) else f"{path}[{format_value(key)}]"
+            )
             if key not in new:
                 out.append(Change(sub, format_value(old[key]), None))
             elif key not in old:

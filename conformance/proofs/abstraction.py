@@ -12,8 +12,9 @@ real handler runs keeps the encoding from drifting away from kgc.impl.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any
 
 import z3
 
@@ -27,7 +28,7 @@ class AbstractState:
 
     group_state: str
     generation: int
-    leader: Optional[str]
+    leader: str | None
     members: frozenset[str]
     pending: frozenset[str]
     awaiting_join: frozenset[str]
@@ -37,7 +38,7 @@ class AbstractState:
     epoch: int
     stored: bool
     stored_generation: int
-    stored_leader: Optional[str]
+    stored_leader: str | None
     stored_members: frozenset[str]
     known_generation: Mapping[str, int]
     known_epoch: Mapping[str, int]
@@ -46,8 +47,15 @@ class AbstractState:
     synced_in_state: bool
 
     def member_ids(self) -> set[str]:
-        ids = set(self.members | self.pending | self.awaiting_join | self.awaiting_sync | self.pending_sync
-                  | self.stored_members | self.believes_leader)
+        ids = set(
+            self.members
+            | self.pending
+            | self.awaiting_join
+            | self.awaiting_sync
+            | self.pending_sync
+            | self.stored_members
+            | self.believes_leader
+        )
         ids |= set(self.known_generation) | set(self.known_epoch) | {m for _, _, m in self.named}
         ids |= {x for x in (self.leader, self.stored_leader) if x is not None}
         return ids
@@ -101,7 +109,7 @@ class ClientViews:
         elif kind == "sync" and _error_name(result) == "NONE":
             self._sync_ok_in_step = True
 
-    def on_timer(self, kind: str, group_id: str, member_id: Optional[str]) -> None:
+    def on_timer(self, kind: str, group_id: str, member_id: str | None) -> None:
         pass
 
     def on_transition(self, group_id: str, old: Any, new: Any) -> None:
@@ -185,7 +193,7 @@ def concrete_state(sig: Signature, a: AbstractState, ids: Mapping[str, z3.ExprRe
     if a.group_state not in GROUP_STATES:
         raise ValueError(f"unknown group state {a.group_state!r}")
 
-    def opt(x: Optional[str]) -> z3.ExprRef:
+    def opt(x: str | None) -> z3.ExprRef:
         return sig.no_leader() if x is None else sig.some_leader(ids[x])
 
     def as_set(values: Iterable[str]) -> z3.ArrayRef:
@@ -202,8 +210,10 @@ def concrete_state(sig: Signature, a: AbstractState, ids: Mapping[str, z3.ExprRe
 
     e, g = z3.Ints("abs_e abs_g")
     x = sig.member_var("abs_x")
-    named = z3.Lambda([e, g, x], z3.Or([z3.And(e == ee, g == gg, x == ids[mm]) for ee, gg, mm in sorted(a.named)]
-                                       + [z3.BoolVal(False)]))
+    named = z3.Lambda(
+        [e, g, x],
+        z3.Or([z3.And(e == ee, g == gg, x == ids[mm]) for ee, gg, mm in sorted(a.named)] + [z3.BoolVal(False)]),
+    )
     return State(
         group_state=sig.st(a.group_state),
         generation=z3.IntVal(a.generation),
@@ -227,8 +237,9 @@ def concrete_state(sig: Signature, a: AbstractState, ids: Mapping[str, z3.ExprRe
     )
 
 
-def constrain(sig: Signature, s: State, a: AbstractState, ids: Mapping[str, z3.ExprRef],
-              skip: tuple[str, ...] = ()) -> z3.BoolRef:
+def constrain(
+    sig: Signature, s: State, a: AbstractState, ids: Mapping[str, z3.ExprRef], skip: tuple[str, ...] = ()
+) -> z3.BoolRef:
     """`s` takes the values `a` (but the fields in `skip`)."""
     from kgc.conformance.proofs.model import equal_states
 
@@ -238,7 +249,7 @@ def constrain(sig: Signature, s: State, a: AbstractState, ids: Mapping[str, z3.E
 @dataclass(frozen=True)
 class StepVerdict:
     accepted: bool
-    actions: tuple[str, ...]   # the chain found (empty: stuttering); () also when not accepted
+    actions: tuple[str, ...]  # the chain found (empty: stuttering); () also when not accepted
     ms: float
 
 
@@ -246,8 +257,9 @@ _SKIP_NAMED = ("named",)
 Delta = tuple[z3.BoolRef, z3.ArithRef, z3.ArithRef, z3.ExprRef]
 
 
-def _action_step(sig: Signature, a: Action, pre: State, post: State, suffix: str, bugs: frozenset[str],
-                 delta: Delta) -> z3.BoolRef:
+def _action_step(
+    sig: Signature, a: Action, pre: State, post: State, suffix: str, bugs: frozenset[str], delta: Delta
+) -> z3.BoolRef:
     """The action leads from `pre` to `post` (the leader history aside) and names the leader
     `delta` says (flag false: it names none)."""
     from kgc.conformance.proofs.model import equal_states
@@ -265,8 +277,9 @@ def _action_step(sig: Signature, a: Action, pre: State, post: State, suffix: str
 _PATHS: dict[tuple, tuple[list[z3.BoolRef], list[State], list[list[z3.BoolRef]], list[Delta]]] = {}
 
 
-def _path(sig: Signature, k: int, bugs: frozenset[str], actions: tuple[Action, ...]
-          ) -> tuple[list[z3.BoolRef], list[State], list[list[z3.BoolRef]], list[Delta]]:
+def _path(
+    sig: Signature, k: int, bugs: frozenset[str], actions: tuple[Action, ...]
+) -> tuple[list[z3.BoolRef], list[State], list[list[z3.BoolRef]], list[Delta]]:
     """The formula "k encoded actions lead from states[0] to states[k], naming the leaders
     deltas[i]", built once per universe size: building terms in Python costs far more than
     solving. (A fresh solver per query: an incremental one skips preprocessing these need.)"""
@@ -277,8 +290,12 @@ def _path(sig: Signature, k: int, bugs: frozenset[str], actions: tuple[Action, .
         choice_vars, deltas = [], []
         for i in range(k):
             picks = [z3.Bool(f"took_{i}_{a.name}") for a in actions]
-            delta = (z3.Bool(f"names_{i}"), z3.Int(f"names_epoch_{i}"), z3.Int(f"names_gen_{i}"),
-                     sig.member_var(f"names_member_{i}"))
+            delta = (
+                z3.Bool(f"names_{i}"),
+                z3.Int(f"names_epoch_{i}"),
+                z3.Int(f"names_gen_{i}"),
+                sig.member_var(f"names_member_{i}"),
+            )
             choice_vars.append(picks)
             deltas.append(delta)
             parts.append(z3.Or(picks))
@@ -288,8 +305,11 @@ def _path(sig: Signature, k: int, bugs: frozenset[str], actions: tuple[Action, .
     return _PATHS[key]
 
 
-def _history(deltas: list[Delta], before: AbstractState, after: AbstractState, ids: Mapping[str, z3.ExprRef]) -> z3.BoolRef:
+def _history(
+    deltas: list[Delta], before: AbstractState, after: AbstractState, ids: Mapping[str, z3.ExprRef]
+) -> z3.BoolRef:
     """The leaders the chain names are exactly the entries `after` adds to `before`'s history."""
+
     def at(d: Delta, t: tuple[int, int, str]) -> z3.BoolRef:
         return z3.And(d[1] == t[0], d[2] == t[1], d[3] == ids[t[2]])
 
@@ -298,8 +318,14 @@ def _history(deltas: list[Delta], before: AbstractState, after: AbstractState, i
     return z3.And(parts)
 
 
-def accepts(before: AbstractState, after: AbstractState, bugs: Iterable[str] = (), max_steps: int = 3,
-            timeout_ms: int = 10000, actions: tuple[Action, ...] = ACTIONS) -> StepVerdict:
+def accepts(
+    before: AbstractState,
+    after: AbstractState,
+    bugs: Iterable[str] = (),
+    max_steps: int = 3,
+    timeout_ms: int = 10000,
+    actions: tuple[Action, ...] = ACTIONS,
+) -> StepVerdict:
     """Is (before, after) stuttering, one encoded action, or a chain of up to `max_steps`?
     The chain found is returned by name (first the shortest). The encoding's leader history
     only grows, one entry per action at most: it is compared entry by entry, so the queries
@@ -318,14 +344,18 @@ def accepts(before: AbstractState, after: AbstractState, bugs: Iterable[str] = (
         solver = z3.Solver()
         solver.set(timeout=timeout_ms)
         solver.add(*path)
-        solver.add(constrain(sig, states[0], before, ids, skip=_SKIP_NAMED),
-                   constrain(sig, states[k], after, ids, skip=_SKIP_NAMED),
-                   _history(deltas, before, after, ids))
+        solver.add(
+            constrain(sig, states[0], before, ids, skip=_SKIP_NAMED),
+            constrain(sig, states[k], after, ids, skip=_SKIP_NAMED),
+            _history(deltas, before, after, ids),
+        )
         r = solver.check()
         if r == z3.sat:
             m = solver.model()
-            chain = tuple(next(a.name for p, a in zip(picks, actions) if z3.is_true(m.eval(p, model_completion=True)))
-                          for picks in choice_vars)
+            chain = tuple(
+                next(a.name for p, a in zip(picks, actions) if z3.is_true(m.eval(p, model_completion=True)))
+                for picks in choice_vars
+            )
             return StepVerdict(True, chain, (time.perf_counter() - t0) * 1000)
         if r == z3.unknown:
             raise RuntimeError(f"Z3 could not decide a {k}-step chain: {solver.reason_unknown()}")

@@ -10,8 +10,8 @@ variables so that a failed check can name the witnesses (which generation, which
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import z3
 
@@ -32,8 +32,10 @@ class Invariant:
     main: bool = False
 
     def _vars(self, sig: Signature, suffix: str) -> Vars:
-        return {n: (sig.member_var(f"{self.name}_{n}{suffix}") if k == "member" else z3.Int(f"{self.name}_{n}{suffix}"))
-                for n, k in self.bound}
+        return {
+            n: (sig.member_var(f"{self.name}_{n}{suffix}") if k == "member" else z3.Int(f"{self.name}_{n}{suffix}"))
+            for n, k in self.bound
+        }
 
     def holds(self, sig: Signature, s: State) -> z3.BoolRef:
         """The invariant as a formula; over an enumerated sort the member variables are
@@ -68,8 +70,9 @@ def _single_leader(sig: Signature, s: State, v: Vars) -> z3.BoolRef:
 
 def _no_sync_in_preparing(sig: Signature, s: State, v: Vars) -> z3.BoolRef:
     preparing = s.group_state == sig.st("PreparingRebalance")
-    return z3.And(z3.Implies(s.synced_in_state, z3.Not(preparing)),
-                  z3.Implies(preparing, z3.Not(s.awaiting_sync[v["m"]])))
+    return z3.And(
+        z3.Implies(s.synced_in_state, z3.Not(preparing)), z3.Implies(preparing, z3.Not(s.awaiting_sync[v["m"]]))
+    )
 
 
 def _sync_only_when_stable(sig: Signature, s: State, v: Vars) -> z3.BoolRef:
@@ -82,8 +85,10 @@ def _unowned_is_dead(sig: Signature, s: State, v: Vars) -> z3.BoolRef:
 
 def _dead_holds_nothing(sig: Signature, s: State, v: Vars) -> z3.BoolRef:
     m = v["m"]
-    return z3.Implies(s.group_state == sig.st("Dead"), z3.And(
-        s.generation == 0, s.leader == sig.no_leader(), z3.Not(s.members[m]), z3.Not(s.pending[m])))
+    return z3.Implies(
+        s.group_state == sig.st("Dead"),
+        z3.And(s.generation == 0, s.leader == sig.no_leader(), z3.Not(s.members[m]), z3.Not(s.pending[m])),
+    )
 
 
 def _empty_has_no_members(sig: Signature, s: State, v: Vars) -> z3.BoolRef:
@@ -123,8 +128,10 @@ def _pending_sync_members(sig: Signature, s: State, v: Vars) -> z3.BoolRef:
 
 def _stored_leader_is_stored_member(sig: Signature, s: State, v: Vars) -> z3.BoolRef:
     m = v["m"]
-    return z3.And(z3.Implies(sig.is_leader(s.stored_leader, m), s.stored_members[m]),
-                  z3.Implies(s.stored_members[m], sig.has_leader(s.stored_leader)))
+    return z3.And(
+        z3.Implies(sig.is_leader(s.stored_leader, m), s.stored_members[m]),
+        z3.Implies(s.stored_members[m], sig.has_leader(s.stored_leader)),
+    )
 
 
 def _named_epochs_past(sig: Signature, s: State, v: Vars) -> z3.BoolRef:
@@ -141,8 +148,10 @@ def _nothing_named_while_dead(sig: Signature, s: State, v: Vars) -> z3.BoolRef:
 
 def _named_leader_is_current(sig: Signature, s: State, v: Vars) -> z3.BoolRef:
     m = v["m"]
-    return z3.Implies(z3.And(_in(sig, s, "CompletingRebalance", "Stable"), s.named[s.epoch, s.generation, m]),
-                      sig.is_leader(s.leader, m))
+    return z3.Implies(
+        z3.And(_in(sig, s, "CompletingRebalance", "Stable"), s.named[s.epoch, s.generation, m]),
+        sig.is_leader(s.leader, m),
+    )
 
 
 def _belief_was_named(sig: Signature, s: State, v: Vars) -> z3.BoolRef:
@@ -157,53 +166,112 @@ def _known_generation_not_ahead(sig: Signature, s: State, v: Vars) -> z3.BoolRef
 
 def _known_epoch_not_ahead(sig: Signature, s: State, v: Vars) -> z3.BoolRef:
     m = v["m"]
-    return z3.And(s.known_epoch[m] <= s.epoch,
-                  z3.Implies(s.group_state == sig.st("Dead"), s.known_epoch[m] < s.epoch))
+    return z3.And(s.known_epoch[m] <= s.epoch, z3.Implies(s.group_state == sig.st("Dead"), s.known_epoch[m] < s.epoch))
 
 
 _M = (("m", "member"),)
 
 INVARIANTS: tuple[Invariant, ...] = (
-    Invariant("SingleLeaderPerGeneration",
-              "JoinGroup responses name at most one leader per generation (per coordinator incarnation)",
-              (("e", "int"), ("g", "int"), ("m1", "member"), ("m2", "member")), _single_leader, main=True),
-    Invariant("NoSyncInPreparingRebalance",
-              "no SyncGroup is answered NONE, nor parked (the spec's form), while the group is PreparingRebalance",
-              _M, _no_sync_in_preparing, main=True),
-    Invariant("SyncOnlyWhenStable", "a SyncGroup answered NONE since the last state change means Stable",
-              (), _sync_only_when_stable),
+    Invariant(
+        "SingleLeaderPerGeneration",
+        "JoinGroup responses name at most one leader per generation (per coordinator incarnation)",
+        (("e", "int"), ("g", "int"), ("m1", "member"), ("m2", "member")),
+        _single_leader,
+        main=True,
+    ),
+    Invariant(
+        "NoSyncInPreparingRebalance",
+        "no SyncGroup is answered NONE, nor parked (the spec's form), while the group is PreparingRebalance",
+        _M,
+        _no_sync_in_preparing,
+        main=True,
+    ),
+    Invariant(
+        "SyncOnlyWhenStable",
+        "a SyncGroup answered NONE since the last state change means Stable",
+        (),
+        _sync_only_when_stable,
+    ),
     Invariant("UnownedIsDead", "a group this coordinator does not serve is Dead", (), _unowned_is_dead),
-    Invariant("DeadHoldsNothing", "a Dead group has no generation, leader, members or pending members",
-              _M, _dead_holds_nothing),
+    Invariant(
+        "DeadHoldsNothing",
+        "a Dead group has no generation, leader, members or pending members",
+        _M,
+        _dead_holds_nothing,
+    ),
     Invariant("EmptyHasNoMembers", "an Empty group has no members and no leader", _M, _empty_has_no_members),
     Invariant("LeaderIsMember", "the leader is a member of the current generation", _M, _leader_is_member),
     Invariant("MembersHaveLeader", "a group with members has a leader", _M, _members_have_leader),
-    Invariant("LeaderWhileRebalanced", "CompletingRebalance and Stable groups have a leader",
-              (), _leader_while_rebalanced),
+    Invariant(
+        "LeaderWhileRebalanced", "CompletingRebalance and Stable groups have a leader", (), _leader_while_rebalanced
+    ),
     Invariant("PendingNotMember", "a pending member id is not (yet) a member", _M, _pending_not_member),
-    Invariant("AwaitingJoinOnlyInPreparing", "parked JoinGroups exist only in PreparingRebalance, for members",
-              _M, _awaiting_join_only_preparing),
-    Invariant("AwaitingSyncOnlyInCompleting", "parked SyncGroups exist only in CompletingRebalance, for members",
-              _M, _awaiting_sync_only_completing),
-    Invariant("PendingSyncAreMembers", "pending-sync members are members of a CompletingRebalance/Stable group",
-              _M, _pending_sync_members),
-    Invariant("StoredLeaderIsStoredMember", "the stored leader is a stored member; stored members have a leader",
-              _M, _stored_leader_is_stored_member),
-    Invariant("NamedEpochsPast", "leaders are named only in the current or earlier incarnations",
-              (("e", "int"), ("g", "int"), ("m", "member")), _named_epochs_past),
-    Invariant("NamedGenerationsNotAhead", "leaders are named only for generations <= current",
-              (("g", "int"), ("m", "member")), _named_generations_not_ahead),
-    Invariant("NothingNamedWhileDead", "a Dead group's incarnation has named no leader",
-              (("g", "int"), ("m", "member")), _nothing_named_while_dead),
-    Invariant("NamedLeaderIsCurrentLeader",
-              "in CompletingRebalance/Stable, a leader named for the current generation is the leader",
-              _M, _named_leader_is_current),
-    Invariant("LeaderBeliefWasNamed", "a member believes it leads only a generation it was named leader of",
-              _M, _belief_was_named),
-    Invariant("KnownGenerationNotAhead", "a member's known generation never exceeds the group's (same incarnation)",
-              _M, _known_generation_not_ahead),
-    Invariant("KnownEpochNotAhead", "clients learnt generations only from this or earlier incarnations",
-              _M, _known_epoch_not_ahead),
+    Invariant(
+        "AwaitingJoinOnlyInPreparing",
+        "parked JoinGroups exist only in PreparingRebalance, for members",
+        _M,
+        _awaiting_join_only_preparing,
+    ),
+    Invariant(
+        "AwaitingSyncOnlyInCompleting",
+        "parked SyncGroups exist only in CompletingRebalance, for members",
+        _M,
+        _awaiting_sync_only_completing,
+    ),
+    Invariant(
+        "PendingSyncAreMembers",
+        "pending-sync members are members of a CompletingRebalance/Stable group",
+        _M,
+        _pending_sync_members,
+    ),
+    Invariant(
+        "StoredLeaderIsStoredMember",
+        "the stored leader is a stored member; stored members have a leader",
+        _M,
+        _stored_leader_is_stored_member,
+    ),
+    Invariant(
+        "NamedEpochsPast",
+        "leaders are named only in the current or earlier incarnations",
+        (("e", "int"), ("g", "int"), ("m", "member")),
+        _named_epochs_past,
+    ),
+    Invariant(
+        "NamedGenerationsNotAhead",
+        "leaders are named only for generations <= current",
+        (("g", "int"), ("m", "member")),
+        _named_generations_not_ahead,
+    ),
+    Invariant(
+        "NothingNamedWhileDead",
+        "a Dead group's incarnation has named no leader",
+        (("g", "int"), ("m", "member")),
+        _nothing_named_while_dead,
+    ),
+    Invariant(
+        "NamedLeaderIsCurrentLeader",
+        "in CompletingRebalance/Stable, a leader named for the current generation is the leader",
+        _M,
+        _named_leader_is_current,
+    ),
+    Invariant(
+        "LeaderBeliefWasNamed",
+        "a member believes it leads only a generation it was named leader of",
+        _M,
+        _belief_was_named,
+    ),
+    Invariant(
+        "KnownGenerationNotAhead",
+        "a member's known generation never exceeds the group's (same incarnation)",
+        _M,
+        _known_generation_not_ahead,
+    ),
+    Invariant(
+        "KnownEpochNotAhead",
+        "clients learnt generations only from this or earlier incarnations",
+        _M,
+        _known_epoch_not_ahead,
+    ),
 )
 
 INVARIANTS_BY_NAME: dict[str, Invariant] = {i.name: i for i in INVARIANTS}

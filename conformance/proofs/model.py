@@ -22,8 +22,8 @@ coordinator incarnation" -- the strongest form Kafka 3.x actually keeps.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
-from typing import Iterator, Optional
 
 import z3
 
@@ -191,7 +191,7 @@ class State:
     # generation, member) terms (None: none). An action names at most one leader, so a step
     # can be checked against concrete histories without comparing Int-indexed arrays (whose
     # extensionality makes Z3 reason with quantifiers); see abstraction.accepts.
-    named_delta: Optional[tuple[z3.BoolRef, z3.ArithRef, z3.ArithRef, z3.ExprRef]] = field(default=None, compare=False)
+    named_delta: tuple[z3.BoolRef, z3.ArithRef, z3.ArithRef, z3.ExprRef] | None = field(default=None, compare=False)
 
     def items(self) -> Iterator[tuple[str, z3.ExprRef]]:
         for name in STATE_FIELDS:

@@ -47,8 +47,10 @@ class Counterexample:
     sort: str
 
     def lines(self) -> list[str]:
-        out = [f"counterexample to induction: {self.action} breaks {self.invariant} "
-               f"(members {', '.join(self.members)}; {self.sort})"]
+        out = [
+            f"counterexample to induction: {self.action} breaks {self.invariant} "
+            f"(members {', '.join(self.members)}; {self.sort})"
+        ]
         if self.action != INIT:
             out.append("pre-state:")
             out += [f"  {k} = {_show(v)}" for k, v in self.pre.items()]
@@ -103,9 +105,16 @@ class ProofReport:
             "invariants": self.invariants,
             "actions": self.actions,
             "enabled": self.enabled,
-            "checks": [{"invariant": c.invariant, "action": c.action, "status": c.status,
-                        "ms": round(c.ms, 1), **({"reason": c.reason} if c.reason else {})}
-                       for c in self.checks],
+            "checks": [
+                {
+                    "invariant": c.invariant,
+                    "action": c.action,
+                    "status": c.status,
+                    "ms": round(c.ms, 1),
+                    **({"reason": c.reason} if c.reason else {}),
+                }
+                for c in self.checks
+            ],
             "counterexamples": [asdict(c.counterexample) for c in self.checks if c.counterexample],
         }
 
@@ -119,17 +128,22 @@ def _solver(timeout_ms: int) -> z3.Solver:
     return s
 
 
-def prove(bugs: frozenset[str] | set[str] | list[str] = frozenset(), timeout_ms: int = 5000,
-          counterexamples: bool = True, invariants: tuple[Invariant, ...] = INVARIANTS,
-          actions: tuple[Action, ...] = ACTIONS) -> ProofReport:
+def prove(
+    bugs: frozenset[str] | set[str] | list[str] = frozenset(),
+    timeout_ms: int = 5000,
+    counterexamples: bool = True,
+    invariants: tuple[Invariant, ...] = INVARIANTS,
+    actions: tuple[Action, ...] = ACTIONS,
+) -> ProofReport:
     """Check every invariant against Init and every action, assuming the conjunction of
     `invariants` in the pre-state. Never raises on a failed check: the report carries
     proved / not inductive / unknown per cell (a subset of invariants is for showing that the
     strengthening is needed)."""
     bugset = check_bugs(bugs)
     t_start = time.perf_counter()
-    report = ProofReport(bugs=sorted(bugset), invariants=[i.name for i in invariants],
-                         actions=[INIT] + [a.name for a in actions])
+    report = ProofReport(
+        bugs=sorted(bugset), invariants=[i.name for i in invariants], actions=[INIT] + [a.name for a in actions]
+    )
     sig = signature(None)
     pre, post0 = fresh_state(sig, ""), fresh_state(sig, "_0")
 
@@ -164,8 +178,15 @@ def prove(bugs: frozenset[str] | set[str] | list[str] = frozenset(), timeout_ms:
 QUICK_MS = 1000  # first attempt at a proof before looking for a small counterexample
 
 
-def _decide(s: z3.Solver, i: Invariant, a: Action | None, bugs: frozenset[str], timeout_ms: int,
-            want_cex: bool, invariants: tuple[Invariant, ...]) -> CheckResult:
+def _decide(
+    s: z3.Solver,
+    i: Invariant,
+    a: Action | None,
+    bugs: frozenset[str],
+    timeout_ms: int,
+    want_cex: bool,
+    invariants: tuple[Invariant, ...],
+) -> CheckResult:
     """Proved needs unsat over the uninterpreted sort. Refuting is easier over a finite sort
     (a counterexample with three members is a counterexample for "any number of members"),
     and Z3's model search with quantifiers over an uninterpreted sort can take seconds: so a
@@ -201,8 +222,13 @@ def _enabled(a: Action, bugs: frozenset[str], timeout_ms: int) -> str:
     return str(s.check())
 
 
-def counterexample(i: Invariant, a: Action | None, bugs: frozenset[str], timeout_ms: int,
-                   invariants: tuple[Invariant, ...] = INVARIANTS) -> Counterexample | None:
+def counterexample(
+    i: Invariant,
+    a: Action | None,
+    bugs: frozenset[str],
+    timeout_ms: int,
+    invariants: tuple[Invariant, ...] = INVARIANTS,
+) -> Counterexample | None:
     """Re-check over small enumerated Member sorts for a readable model: first with small
     numbers and as few ghost entries as possible (tidy), then without those preferences."""
     for n in CEX_MEMBERS:
@@ -223,19 +249,30 @@ def _tidy(sig: Signature, s: State, solver: z3.Solver) -> bool:
     e, g = z3.Ints("tidy_e tidy_g")
     x = sig.member_var("tidy_x")
     top = max(_BOX_EPOCHS)
-    solver.add(s.epoch >= 0, s.epoch <= top, s.generation >= 0, s.generation <= 4,
-               s.stored_generation >= 0, s.stored_generation <= 4)
+    solver.add(
+        s.epoch >= 0,
+        s.epoch <= top,
+        s.generation >= 0,
+        s.generation <= 4,
+        s.stored_generation >= 0,
+        s.stored_generation <= 4,
+    )
     solver.add(z3.ForAll([e, g, x], z3.Implies(s.named[e, g, x], z3.And(e >= 0, e <= top, g >= 0, g <= 4))))
     for v in sig.member_values:
-        solver.add(s.known_generation[v] >= -1, s.known_generation[v] <= 4,
-                   s.known_epoch[v] >= -1, s.known_epoch[v] <= s.epoch)
+        solver.add(
+            s.known_generation[v] >= -1, s.known_generation[v] <= 4, s.known_epoch[v] >= -1, s.known_epoch[v] <= s.epoch
+        )
     if solver.check() != z3.sat:
         return False
     prefs: list[z3.BoolRef] = [s.epoch == 0, z3.Not(s.stored)]
     for v in sig.member_values:
-        prefs += [z3.Not(z3.Or([s.named[ee, gg, v] for ee in _BOX_EPOCHS for gg in range(0, 5)])),
-                  z3.And(s.known_generation[v] == -1, s.known_epoch[v] == -1),
-                  z3.Not(s.believes_leader[v]), z3.Not(s.pending[v]), z3.Not(s.stored_members[v])]
+        prefs += [
+            z3.Not(z3.Or([s.named[ee, gg, v] for ee in _BOX_EPOCHS for gg in range(0, 5)])),
+            z3.And(s.known_generation[v] == -1, s.known_epoch[v] == -1),
+            z3.Not(s.believes_leader[v]),
+            z3.Not(s.pending[v]),
+            z3.Not(s.stored_members[v]),
+        ]
     for p in prefs:
         solver.push()
         solver.add(p)
@@ -244,8 +281,15 @@ def _tidy(sig: Signature, s: State, solver: z3.Solver) -> bool:
     return True
 
 
-def _counterexample(i: Invariant, a: Action | None, bugs: frozenset[str], timeout_ms: int, n: int, tidy: bool,
-                    invariants: tuple[Invariant, ...]) -> Counterexample | None:
+def _counterexample(
+    i: Invariant,
+    a: Action | None,
+    bugs: frozenset[str],
+    timeout_ms: int,
+    n: int,
+    tidy: bool,
+    invariants: tuple[Invariant, ...],
+) -> Counterexample | None:
     sig = signature(n)
     pre, post_vars = fresh_state(sig, "_p"), fresh_state(sig, "_i")
     s = _solver(timeout_ms)
@@ -270,8 +314,17 @@ def _counterexample(i: Invariant, a: Action | None, bugs: frozenset[str], timeou
     return _read(s.model(), sig, i, a, args, pre, post, wit, invariants)
 
 
-def _read(m: z3.ModelRef, sig: Signature, i: Invariant, a: Action | None, args: dict[str, z3.ExprRef],
-          pre: State, post: State, wit: dict[str, z3.ExprRef], invariants: tuple[Invariant, ...]) -> Counterexample:
+def _read(
+    m: z3.ModelRef,
+    sig: Signature,
+    i: Invariant,
+    a: Action | None,
+    args: dict[str, z3.ExprRef],
+    pre: State,
+    post: State,
+    wit: dict[str, z3.ExprRef],
+    invariants: tuple[Invariant, ...],
+) -> Counterexample:
     values = list(sig.member_values)
     epochs, gens = _interesting_ints(m, [pre, post] if a else [post], values, wit)
     ints = (sorted(set(epochs) | set(_BOX_EPOCHS)), sorted(set(gens) | set(_BOX_GENERATIONS)))
@@ -305,9 +358,12 @@ def _value(m: z3.ModelRef, sig: Signature, term: z3.ExprRef, members: list[z3.Ex
     return str(v)
 
 
-def _interesting_ints(m: z3.ModelRef, states: list[State], members: list[z3.ExprRef], wit: dict[str, z3.ExprRef]) -> tuple[list[int], list[int]]:
+def _interesting_ints(
+    m: z3.ModelRef, states: list[State], members: list[z3.ExprRef], wit: dict[str, z3.ExprRef]
+) -> tuple[list[int], list[int]]:
     """The epochs and generations worth showing leaderNamed at: the named history of a
     counterexample to induction may be infinite; only these points matter to the invariants."""
+
     def ev(t: z3.ExprRef) -> int | None:
         v = m.eval(t, model_completion=True)
         return v.as_long() if z3.is_int_value(v) else None
@@ -328,15 +384,21 @@ def _interesting_ints(m: z3.ModelRef, states: list[State], members: list[z3.Expr
     return sorted(e for e in epochs if e is not None), sorted(g for g in gens if g is not None)
 
 
-def _state_values(m: z3.ModelRef, sig: Signature, s: State, members: list[z3.ExprRef], ints: tuple[list[int], list[int]]) -> dict[str, Any]:
+def _state_values(
+    m: z3.ModelRef, sig: Signature, s: State, members: list[z3.ExprRef], ints: tuple[list[int], list[int]]
+) -> dict[str, Any]:
     epochs, gens = ints
     out: dict[str, Any] = {}
     for k, term in s.items():
         name = TLA_NAMES[k]
         if k == "named":
             out[name] = sorted(
-                [e, g, str(x)] for e in epochs for g in gens for x in members
-                if z3.is_true(m.eval(term[e, g, x], model_completion=True)))
+                [e, g, str(x)]
+                for e in epochs
+                for g in gens
+                for x in members
+                if z3.is_true(m.eval(term[e, g, x], model_completion=True))
+            )
         elif k in ("known_generation", "known_epoch"):
             out[name] = {str(x): _value(m, sig, term[x], members) for x in members}
         elif isinstance(term.sort(), z3.ArraySortRef):
@@ -364,11 +426,20 @@ def _show(v: Any) -> str:
 
 
 SHORT = {
-    "JoinGroupUnknownMember": "JoinUnknown", "JoinGroupPendingMember": "JoinPending",
-    "JoinGroupKnownMember": "JoinKnown", "CompleteJoin": "CompleteJoin", "RebalanceTimeout": "RebalanceTO",
-    "SyncGroupLeader": "SyncLeader", "SyncGroupFollower": "SyncFollower", "Heartbeat": "Heartbeat",
-    "LeaveGroup": "Leave", "SessionTimeoutExpiry": "SessionTO", "PendingMemberExpiry": "PendingTO",
-    "DelayedSyncExpiry": "SyncTO", "GroupUnload": "Unload", "GroupLoad": "Load",
+    "JoinGroupUnknownMember": "JoinUnknown",
+    "JoinGroupPendingMember": "JoinPending",
+    "JoinGroupKnownMember": "JoinKnown",
+    "CompleteJoin": "CompleteJoin",
+    "RebalanceTimeout": "RebalanceTO",
+    "SyncGroupLeader": "SyncLeader",
+    "SyncGroupFollower": "SyncFollower",
+    "Heartbeat": "Heartbeat",
+    "LeaveGroup": "Leave",
+    "SessionTimeoutExpiry": "SessionTO",
+    "PendingMemberExpiry": "PendingTO",
+    "DelayedSyncExpiry": "SyncTO",
+    "GroupUnload": "Unload",
+    "GroupLoad": "Load",
 }
 
 
@@ -379,7 +450,9 @@ def render(report: ProofReport, console: Any | None = None) -> None:
 
     console = console or Console()
     cols = report.actions
-    table = Table(title="kgc prove: Inv /\\ Next_a => I' (ms)" + (f"  bugs: {', '.join(report.bugs)}" if report.bugs else ""))
+    table = Table(
+        title="kgc prove: Inv /\\ Next_a => I' (ms)" + (f"  bugs: {', '.join(report.bugs)}" if report.bugs else "")
+    )
     table.add_column("invariant", no_wrap=True, min_width=max(len(n) for n in report.invariants))
     for c in cols:
         table.add_column(SHORT.get(c, c), justify="right", no_wrap=True, min_width=len(SHORT.get(c, c)))
@@ -394,12 +467,17 @@ def render(report: ProofReport, console: Any | None = None) -> None:
             row.append(f"[{style[r.status]}]{mark[r.status]} {r.ms:.0f}[/{style[r.status]}]")
         table.add_row(*row)
     console.print(table)
-    console.print("columns: " + ", ".join(f"{SHORT.get(c, c)} = {c}" for c in cols if SHORT.get(c, c) != c),
-                  markup=False, highlight=False)
+    console.print(
+        "columns: " + ", ".join(f"{SHORT.get(c, c)} = {c}" for c in cols if SHORT.get(c, c) != c),
+        markup=False,
+        highlight=False,
+    )
     n = len(report.checks)
     counts = {st: sum(1 for c in report.checks if c.status == st) for st in (PROVED, NOT_INDUCTIVE, UNKNOWN, VACUOUS)}
-    console.print(f"{n} checks: {counts[PROVED]} proved, {counts[NOT_INDUCTIVE]} not inductive, "
-                  f"{counts[UNKNOWN]} unknown, {counts[VACUOUS]} vacuous; {report.total_ms:.0f} ms")
+    console.print(
+        f"{n} checks: {counts[PROVED]} proved, {counts[NOT_INDUCTIVE]} not inductive, "
+        f"{counts[UNKNOWN]} unknown, {counts[VACUOUS]} vacuous; {report.total_ms:.0f} ms"
+    )
     for c in report.failures():
         if c.status == UNKNOWN:
             console.print(f"[yellow]unknown[/yellow]: {c.invariant} under {c.action} ({c.reason})")

@@ -15,8 +15,8 @@ where Kafka would still act on it (see model.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Callable
 
 import z3
 
@@ -58,7 +58,9 @@ class Action:
                 raise ValueError(f"unknown parameter kind {kind!r}")
         return out
 
-    def apply(self, sig: Signature, pre: State, args: Args, bugs: frozenset[str] = frozenset()) -> tuple[z3.BoolRef, State]:
+    def apply(
+        self, sig: Signature, pre: State, args: Args, bugs: frozenset[str] = frozenset()
+    ) -> tuple[z3.BoolRef, State]:
         return self.body(sig, pre, args, bugs)
 
 
@@ -121,8 +123,11 @@ def _prepare_rebalance(sig: Signature, s: State) -> State:
 def _maybe_prepare_rebalance(sig: Signature, s: State) -> State:
     """maybePrepareRebalance: only from a state PreparingRebalance may be entered from."""
     p = _prepare_rebalance(sig, s)
-    can = z3.Or(s.group_state == sig.st("Empty"), s.group_state == sig.st("Stable"),
-                s.group_state == sig.st("CompletingRebalance"))
+    can = z3.Or(
+        s.group_state == sig.st("Empty"),
+        s.group_state == sig.st("Stable"),
+        s.group_state == sig.st("CompletingRebalance"),
+    )
     return _ite_state(can, p, s)
 
 
@@ -175,7 +180,9 @@ def _add_member_and_rebalance(sig: Signature, s: State, m: z3.ExprRef) -> State:
     return _maybe_prepare_rebalance(sig, added)
 
 
-def _remove_member(sig: Signature, s: State, m: z3.ExprRef, has_next: z3.BoolRef, next_leader: z3.ExprRef) -> tuple[z3.BoolRef, State]:
+def _remove_member(
+    sig: Signature, s: State, m: z3.ExprRef, has_next: z3.BoolRef, next_leader: z3.ExprRef
+) -> tuple[z3.BoolRef, State]:
     """group.remove(m) after its parked JoinGroup (if any) is answered UNKNOWN_MEMBER_ID; a
     removed leader is replaced by any remaining member (headOption) or by none. A parked
     SyncGroup of a removed member is never answered: it leaves awaitingSync with the member."""
@@ -194,14 +201,19 @@ def _remove_member(sig: Signature, s: State, m: z3.ExprRef, has_next: z3.BoolRef
     )
 
 
-def _remove_member_and_update_group(sig: Signature, s: State, m: z3.ExprRef, has_next: z3.BoolRef, next_leader: z3.ExprRef, bugs: frozenset[str]) -> tuple[z3.BoolRef, State]:
+def _remove_member_and_update_group(
+    sig: Signature, s: State, m: z3.ExprRef, has_next: z3.BoolRef, next_leader: z3.ExprRef, bugs: frozenset[str]
+) -> tuple[z3.BoolRef, State]:
     """removeMemberAndUpdateGroup: remove, then Stable/CompletingRebalance rebalance
     (PreparingRebalance only re-checks the join purgatory: the separate CompleteJoin step)."""
     choice, removed = _remove_member(sig, s, m, has_next, next_leader)
     rebalanced = _maybe_prepare_rebalance(sig, removed)
     if "two-leaders" in bugs:
-        handover = z3.And(sig.is_leader(s.leader, m), has_next,
-                          z3.Or(s.group_state == sig.st("Stable"), s.group_state == sig.st("CompletingRebalance")))
+        handover = z3.And(
+            sig.is_leader(s.leader, m),
+            has_next,
+            z3.Or(s.group_state == sig.st("Stable"), s.group_state == sig.st("CompletingRebalance")),
+        )
         rebalanced = _ite_state(handover, removed, rebalanced)
     return choice, rebalanced
 
@@ -241,8 +253,11 @@ def join_pending_member(sig: Signature, s: State, a: Args, bugs: frozenset[str])
 def join_known_member(sig: Signature, s: State, a: Args, bugs: frozenset[str]) -> tuple[z3.BoolRef, State]:
     m, same = a["member"], z3.Not(a["changedMetadata"])
     st = s.group_state
-    guard = z3.And(s.owned, s.members[m], z3.Or(st == sig.st("PreparingRebalance"),
-                                                st == sig.st("CompletingRebalance"), st == sig.st("Stable")))
+    guard = z3.And(
+        s.owned,
+        s.members[m],
+        z3.Or(st == sig.st("PreparingRebalance"), st == sig.st("CompletingRebalance"), st == sig.st("Stable")),
+    )
     updated = replace(s, awaiting_join=_add(s.awaiting_join, m))  # updateMember with a callback
     rebalance = _maybe_prepare_rebalance(sig, updated)
     answered = _respond_join(sig, s, m)
@@ -294,7 +309,9 @@ def _complete_join_choice(sig: Signature, s: State, a: Args) -> z3.BoolRef:
 
 
 def complete_join(sig: Signature, s: State, a: Args, bugs: frozenset[str]) -> tuple[z3.BoolRef, State]:
-    all_joined = sig.forall_members("aj_x", lambda x: z3.And(z3.Implies(s.members[x], s.awaiting_join[x]), z3.Not(s.pending[x])))
+    all_joined = sig.forall_members(
+        "aj_x", lambda x: z3.And(z3.Implies(s.members[x], s.awaiting_join[x]), z3.Not(s.pending[x]))
+    )
     guard = z3.And(s.owned, s.group_state == sig.st("PreparingRebalance"), all_joined, _complete_join_choice(sig, s, a))
     return guard, _on_complete_join(sig, s, a, bugs)
 
@@ -439,27 +456,67 @@ _LEADER_CHOICE = (("hasNewLeader", "bool"), ("newLeader", "member"))
 # RebalanceTimeout also covers the spec's InitialDelayedJoin and SessionTimeoutExpiry its
 # NewMemberJoinTimeout (same effect at this level).
 ACTIONS: tuple[Action, ...] = (
-    Action("JoinGroupUnknownMember", "handleJoinGroup (unknown member id) -> doNewMemberJoinGroup",
-           (("member", "member"), ("requireKnownMemberId", "bool")), join_unknown_member),
-    Action("JoinGroupPendingMember", "handleJoinGroup (pending member id) -> addMemberAndRebalance",
-           (("member", "member"),), join_pending_member),
-    Action("JoinGroupKnownMember", "handleJoinGroup (known member id) -> doCurrentMemberJoinGroup",
-           (("member", "member"), ("changedMetadata", "bool")), join_known_member),
-    Action("CompleteJoin", "DelayedJoin.tryComplete (all joined) -> onCompleteJoin + initNextGeneration",
-           _LEADER_CHOICE, complete_join),
-    Action("RebalanceTimeout", "DelayedJoin / InitialDelayedJoin expiry -> onCompleteJoin + initNextGeneration",
-           _LEADER_CHOICE, rebalance_timeout),
-    Action("SyncGroupLeader", "handleSyncGroup -> doSyncGroup, from the leader",
-           (("member", "member"), ("generation", "int")), sync_group_leader),
-    Action("SyncGroupFollower", "handleSyncGroup -> doSyncGroup, from a follower",
-           (("member", "member"), ("generation", "int")), sync_group_follower),
+    Action(
+        "JoinGroupUnknownMember",
+        "handleJoinGroup (unknown member id) -> doNewMemberJoinGroup",
+        (("member", "member"), ("requireKnownMemberId", "bool")),
+        join_unknown_member,
+    ),
+    Action(
+        "JoinGroupPendingMember",
+        "handleJoinGroup (pending member id) -> addMemberAndRebalance",
+        (("member", "member"),),
+        join_pending_member,
+    ),
+    Action(
+        "JoinGroupKnownMember",
+        "handleJoinGroup (known member id) -> doCurrentMemberJoinGroup",
+        (("member", "member"), ("changedMetadata", "bool")),
+        join_known_member,
+    ),
+    Action(
+        "CompleteJoin",
+        "DelayedJoin.tryComplete (all joined) -> onCompleteJoin + initNextGeneration",
+        _LEADER_CHOICE,
+        complete_join,
+    ),
+    Action(
+        "RebalanceTimeout",
+        "DelayedJoin / InitialDelayedJoin expiry -> onCompleteJoin + initNextGeneration",
+        _LEADER_CHOICE,
+        rebalance_timeout,
+    ),
+    Action(
+        "SyncGroupLeader",
+        "handleSyncGroup -> doSyncGroup, from the leader",
+        (("member", "member"), ("generation", "int")),
+        sync_group_leader,
+    ),
+    Action(
+        "SyncGroupFollower",
+        "handleSyncGroup -> doSyncGroup, from a follower",
+        (("member", "member"), ("generation", "int")),
+        sync_group_follower,
+    ),
     Action("Heartbeat", "handleHeartbeat", (("member", "member"), ("generation", "int")), heartbeat),
-    Action("LeaveGroup", "handleLeaveGroup -> removeMemberAndUpdateGroup / removePendingMemberAndUpdateGroup",
-           (("member", "member"),) + _LEADER_CHOICE, leave_group),
-    Action("SessionTimeoutExpiry", "DelayedHeartbeat expiry -> onExpireHeartbeat -> removeMemberAndUpdateGroup",
-           (("member", "member"),) + _LEADER_CHOICE, session_timeout),
-    Action("PendingMemberExpiry", "DelayedHeartbeat expiry (pending) -> removePendingMemberAndUpdateGroup",
-           (("member", "member"),), pending_member_timeout),
+    Action(
+        "LeaveGroup",
+        "handleLeaveGroup -> removeMemberAndUpdateGroup / removePendingMemberAndUpdateGroup",
+        (("member", "member"),) + _LEADER_CHOICE,
+        leave_group,
+    ),
+    Action(
+        "SessionTimeoutExpiry",
+        "DelayedHeartbeat expiry -> onExpireHeartbeat -> removeMemberAndUpdateGroup",
+        (("member", "member"),) + _LEADER_CHOICE,
+        session_timeout,
+    ),
+    Action(
+        "PendingMemberExpiry",
+        "DelayedHeartbeat expiry (pending) -> removePendingMemberAndUpdateGroup",
+        (("member", "member"),),
+        pending_member_timeout,
+    ),
     Action("DelayedSyncExpiry", "DelayedSync expiry -> onExpirePendingSync", _LEADER_CHOICE, sync_timeout),
     Action("GroupUnload", "onGroupUnloaded", (), unload),
     Action("GroupLoad", "onGroupLoaded", (("hasStoredMembers", "bool"), ("storedMember", "member")), load),
@@ -473,4 +530,3 @@ def check_bugs(bugs: frozenset[str] | set[str] | list[str] | tuple[str, ...]) ->
     if unknown:
         raise ValueError(f"unknown bug(s) {', '.join(unknown)}; known: {', '.join(sorted(BUGS))}")
     return frozenset(bugs)
-

@@ -4,19 +4,45 @@ from __future__ import annotations
 
 import pytest
 
-from kgc.conformance.abstraction import (AbstractionError, IdMap, SpecConstants, World,
-                                         abstract_state, apply_action, cfg_constants,
-                                         not_enabled)
+from kgc.conformance.abstraction import (
+    AbstractionError,
+    IdMap,
+    SpecConstants,
+    World,
+    abstract_state,
+    apply_action,
+    cfg_constants,
+    not_enabled,
+)
 from kgc.spec.values import ModelValue, Record
 
 C1, C2 = ModelValue("c1"), ModelValue("c2")
-K = SpecConstants(clients=("c1", "c2"), num_ids=3, session=2, rebalance=3, initial_delay=1,
-                  new_member_timeout=3, max_group_size=2, max_failovers=1, ms_per_unit=250)
+K = SpecConstants(
+    clients=("c1", "c2"),
+    num_ids=3,
+    session=2,
+    rebalance=3,
+    initial_delay=1,
+    new_member_timeout=3,
+    max_group_size=2,
+    max_failovers=1,
+    ms_per_unit=250,
+)
 
 
 def act(name: str, client: str | None = None, flag: bool = False, dt: int = 0) -> Record:
-    return Record({"name": name, "client": ModelValue(client or "NoClient"), "member": 0,
-                   "gen": -1, "flag": flag, "newMember": 0, "resp": "NONE", "dt": dt})
+    return Record(
+        {
+            "name": name,
+            "client": ModelValue(client or "NoClient"),
+            "member": 0,
+            "gen": -1,
+            "flag": flag,
+            "newMember": 0,
+            "resp": "NONE",
+            "dt": dt,
+        }
+    )
 
 
 def run(world: World, *steps: Record) -> dict:
@@ -29,8 +55,7 @@ def test_initial_state_is_the_spec_init() -> None:
     s = abstract_state(World(K))
     assert s["now"] == 0 and s["timers"] == () and s["loaded"] is True
     assert (s["gstate"], s["generation"], s["leader"], s["nextId"]) == ("Dead", 0, 0, 1)
-    assert s["store"] == Record({"exists": False, "gen": 0, "leader": 0, "members": frozenset(),
-                                 "plan": frozenset()})
+    assert s["store"] == Record({"exists": False, "gen": 0, "leader": 0, "members": frozenset(), "plan": frozenset()})
     assert dict(s["cphase"]) == {C1: "Unjoined", C2: "Unjoined"}
     assert dict(s["cgen"]) == {C1: -1, C2: -1}
 
@@ -46,11 +71,14 @@ def test_ids_follow_first_appearance_not_join_order() -> None:
     assert s["members"] == {2} and s["leader"] == 2 and s["cwait"][C2] == 2
     assert s["cphase"][C2] == "JoinWait" and s["cmember"][C2] == 0
     assert [(t["kind"], t["member"], t["dur"], t["deadline"]) for t in s["timers"]] == [
-        ("InitialJoin", 0, "none", 1), ("Pending", 1, "session", 2), ("Heartbeat", 2, "newMember", 3)]
+        ("InitialJoin", 0, "none", 1),
+        ("Pending", 1, "session", 2),
+        ("Heartbeat", 2, "newMember", 3),
+    ]
     s = run(w, act("JoinGroupPendingMember", "c1"))
     assert s["members"] == {1, 2} and s["pending"] == frozenset() and s["nextId"] == 3
     assert s["newMembers"] == {1, 2} and s["awaitingJoin"] == {1, 2}
-    s = run(w, act("InitialDelayedJoin"))          # members arrived meanwhile: waits again
+    s = run(w, act("InitialDelayedJoin"))  # members arrived meanwhile: waits again
     assert (s["now"], s["gstate"], s["newMemberAdded"]) == (1, "PreparingRebalance", False)
     assert s["timers"][0]["kind"] == "InitialJoin" and s["timers"][0]["remaining"] == 1
     s = run(w, act("InitialDelayedJoin"))
@@ -64,27 +92,34 @@ def test_ids_follow_first_appearance_not_join_order() -> None:
 
 def test_leader_sync_installs_the_plan_and_stores_it() -> None:
     w = World(K)
-    s = run(w, act("JoinGroupUnknownMember", "c1"), act("JoinGroupUnknownMember", "c2"),
-            act("InitialDelayedJoin"), act("InitialDelayedJoin"), act("SyncGroupFollower", "c2"))
+    s = run(
+        w,
+        act("JoinGroupUnknownMember", "c1"),
+        act("JoinGroupUnknownMember", "c2"),
+        act("InitialDelayedJoin"),
+        act("InitialDelayedJoin"),
+        act("SyncGroupFollower", "c2"),
+    )
     assert s["cphase"][C2] == "SyncWait" and s["awaitingSync"] == {2} and s["plan"] == frozenset()
     s = run(w, act("SyncGroupLeader", "c1"))
     assert s["gstate"] == "Stable" and s["plan"] == {1, 2}
     assert s["cassign"][C1] == {1, 2} and s["cassign"][C2] == {1, 2}
-    assert s["cmembers"][C1] == frozenset()        # the list is used up by the SyncGroup
-    assert s["store"] == Record({"exists": True, "gen": 1, "leader": 1, "members": frozenset({1, 2}),
-                                 "plan": frozenset({1, 2})})
+    assert s["cmembers"][C1] == frozenset()  # the list is used up by the SyncGroup
+    assert s["store"] == Record(
+        {"exists": True, "gen": 1, "leader": 1, "members": frozenset({1, 2}), "plan": frozenset({1, 2})}
+    )
 
 
 def test_unload_makes_timers_stale_with_the_members_and_flag_of_that_moment() -> None:
     w = World(K)
     s = run(w, act("JoinGroupUnknownMember", "c1"), act("GroupUnload"))
     assert (s["loaded"], s["gstate"], s["failovers"]) == (False, "Dead", 1)
-    assert s["cphase"][C1] == "Unjoined"           # NOT_COORDINATOR: rejoin
+    assert s["cphase"][C1] == "Unjoined"  # NOT_COORDINATOR: rejoin
     assert all(t["stale"] for t in s["timers"])
     initial = [t for t in s["timers"] if t["kind"] == "InitialJoin"][0]
     assert initial["olds"] == {1} and initial["nma"] is False
     s = run(w, act("GroupLoad"))
-    assert s["loaded"] is True and s["gstate"] == "Dead"   # never stored: stays absent
+    assert s["loaded"] is True and s["gstate"] == "Dead"  # never stored: stays absent
 
 
 def test_time_in_spec_units_and_advance_time() -> None:
@@ -93,7 +128,7 @@ def test_time_in_spec_units_and_advance_time() -> None:
     s = run(w, act("AdvanceTime", dt=1))
     assert s["now"] == 1 and w.clock.now_ms() == 250
     assert not_enabled(w, act("AdvanceTime", dt=1)) == "the next timer is due before that"
-    w.timer.advance_to(w.clock.now_ms() + 1)          # 1 ms: not a whole unit
+    w.timer.advance_to(w.clock.now_ms() + 1)  # 1 ms: not a whole unit
     with pytest.raises(AbstractionError):
         abstract_state(w)
 
@@ -105,7 +140,7 @@ def test_a_request_the_client_gave_up_on_is_answered_to_nobody() -> None:
     s = run(w, act("InitialDelayedJoin"))
     assert s["gstate"] == "CompletingRebalance" and s["members"] == {1}
     assert s["cphase"][C1] == "Unjoined" and s["cmember"][C1] == 0
-    assert s["genLeaders"] == {1}          # the response was produced all the same
+    assert s["genLeaders"] == {1}  # the response was produced all the same
     assert w.produced[-1].delivered is False
 
 
@@ -126,11 +161,11 @@ def test_ids_map_by_first_appearance_and_are_never_reused() -> None:
 
 
 def test_normalize_keeps_now_at_zero_and_generations_at_one() -> None:
-    k = SpecConstants(**{**K.to_json(), "clients": ("c1", "c2"), "normalize": True,
-                         "max_failovers": 0})
+    k = SpecConstants(**{**K.to_json(), "clients": ("c1", "c2"), "normalize": True, "max_failovers": 0})
     w = World(k)
-    s = run(w, act("JoinGroupUnknownMember", "c1"), act("InitialDelayedJoin"),
-            act("JoinGroupKnownMember", "c1", flag=True))
+    s = run(
+        w, act("JoinGroupUnknownMember", "c1"), act("InitialDelayedJoin"), act("JoinGroupKnownMember", "c1", flag=True)
+    )
     # c1 is Joined in generation 1, then rejoins with new metadata: generation 2 at once
     assert w.group.generation_id == 2
     assert (s["now"], s["generation"], s["nextId"]) == (0, 1, 2)
@@ -144,10 +179,12 @@ def test_normalize_keeps_now_at_zero_and_generations_at_one() -> None:
 
 
 def test_constants_from_a_cfg() -> None:
-    text = ("CONSTANTS\n    Clients = {c2, c1}\n    NumIds = 3 \\* ids\n    Session = 2\n"
-            "    Rebalance = 3\n    InitialDelay = 1\n    NewMemberTimeout = 3\n"
-            "    MaxGroupSize = 2\n    MaxFailovers = 0\n    Normalize = FALSE\n"
-            "    Bug = \"none\"\nINVARIANTS\n    TypeOK\n")
+    text = (
+        "CONSTANTS\n    Clients = {c2, c1}\n    NumIds = 3 \\* ids\n    Session = 2\n"
+        "    Rebalance = 3\n    InitialDelay = 1\n    NewMemberTimeout = 3\n"
+        "    MaxGroupSize = 2\n    MaxFailovers = 0\n    Normalize = FALSE\n"
+        '    Bug = "none"\nINVARIANTS\n    TypeOK\n'
+    )
     assert cfg_constants(text)["NumIds"] == 3
     k = SpecConstants.from_cfg_text(text, ms_per_unit=10)
     assert k.clients == ("c1", "c2") and k.max_failovers == 0 and k.ms(k.session) == 20

@@ -16,8 +16,8 @@ import pytest
 from kgc.conformance import properties
 from kgc.conformance.cex import NONE, SAME, replay_counterexample, spec_violations
 from kgc.conformance.seeded_bugs import coordinator_class
-from kgc.spec.itf import write_itf
 from kgc.spec.catalog import available_models, resolve_model
+from kgc.spec.itf import write_itf
 from kgc.spec.tlc import TlcJob, run_tlc
 from kgc.spec.tlc_result import Outcome
 
@@ -49,16 +49,21 @@ def counterexample(model: str, folder: Path) -> Path | None:
         found = resolve_model(model)
         run_dir = folder / model
         run_dir.mkdir(parents=True)
-        result = run_tlc(TlcJob(module=found.module, config=found.config, modules=found.modules,
-                                timeout=TLC_SECONDS), run_dir)
+        result = run_tlc(
+            TlcJob(module=found.module, config=found.config, modules=found.modules, timeout=TLC_SECONDS), run_dir
+        )
         if result.outcome is Outcome.TIMEOUT:
             pytest.fail(f"{model}: TLC found nothing within {TLC_SECONDS} s")
         path = None
         if result.trace is not None and result.trace.states:
             path = run_dir / "counterexample.itf.json"
-            write_itf(path, result.trace, source=found.module.name, description=result.error or "",
-                      meta={"model": found.name, "outcome": result.outcome.value,
-                            "violated": result.violated})
+            write_itf(
+                path,
+                result.trace,
+                source=found.module.name,
+                description=result.error or "",
+                meta={"model": found.name, "outcome": result.outcome.value, "violated": result.violated},
+            )
         _found[model] = path
     return _found[model]
 
@@ -71,16 +76,18 @@ def cex_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _need(model: str, cex_dir: Path) -> Path:
     path = counterexample(model, cex_dir)
     if path is None:
-        pytest.fail(f"{model}: TLC found no counterexample (the model's properties do not "
-                    f"catch its Bug)")
+        pytest.fail(f"{model}: TLC found no counterexample (the model's properties do not catch its Bug)")
     return path
 
 
-@pytest.mark.parametrize("model", [
-    pytest.param(m, marks=pytest.mark.xfail(reason=SPEC_ISSUES[m], strict=True))
-    if m in SPEC_ISSUES else m for m in BUG_MODELS])
-def test_real_coordinator_does_not_follow_a_seeded_bug_counterexample(model: str,
-                                                                     cex_dir: Path) -> None:
+@pytest.mark.parametrize(
+    "model",
+    [
+        pytest.param(m, marks=pytest.mark.xfail(reason=SPEC_ISSUES[m], strict=True)) if m in SPEC_ISSUES else m
+        for m in BUG_MODELS
+    ],
+)
+def test_real_coordinator_does_not_follow_a_seeded_bug_counterexample(model: str, cex_dir: Path) -> None:
     report = replay_counterexample(_need(model, cex_dir))
     assert report.violated, "the counterexample names no violated property"
     assert not report.follows, "the real coordinator followed the whole counterexample"
@@ -102,8 +109,7 @@ def test_real_coordinator_reproduces_a_finding_about_kafka(model: str, cex_dir: 
 
 
 @pytest.mark.parametrize("model, bug", sorted(SAME_DEFECT.items()))
-def test_coordinator_with_the_same_defect_shows_the_same_violation(model: str, bug: str,
-                                                                   cex_dir: Path) -> None:
+def test_coordinator_with_the_same_defect_shows_the_same_violation(model: str, bug: str, cex_dir: Path) -> None:
     if model not in BUG_MODELS:
         pytest.skip(f"no spec model {model}")
     report = replay_counterexample(_need(model, cex_dir), coordinator_class(bug))
@@ -112,8 +118,7 @@ def test_coordinator_with_the_same_defect_shows_the_same_violation(model: str, b
 
 
 @pytest.mark.parametrize("model", BUG_MODELS)
-def test_python_properties_agree_with_tlc_on_the_counterexample(model: str,
-                                                                cex_dir: Path) -> None:
+def test_python_properties_agree_with_tlc_on_the_counterexample(model: str, cex_dir: Path) -> None:
     """conformance/properties.py is what judges the implementation: on the spec's own
     counterexample it must find the violation TLC found (safety properties only)."""
     path = _need(model, cex_dir)
@@ -132,8 +137,13 @@ def test_replay_cex_cli_exit_codes_and_report(cex_dir: Path, tmp_path: Path) -> 
         pytest.skip(f"no spec model {model}")
     path = _need(model, cex_dir)
     run = lambda *a, env=None: subprocess.run(  # noqa: E731
-        [str(KGC), "replay-cex", str(path), *a], capture_output=True, text=True, timeout=120,
-        cwd=tmp_path, env=env if env is not None else os.environ.copy())
+        [str(KGC), "replay-cex", str(path), *a],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=env if env is not None else os.environ.copy(),
+    )
     real = run()
     assert real.returncode == 0, real.stdout + real.stderr
     lines = real.stdout.splitlines()
@@ -143,6 +153,5 @@ def test_replay_cex_cli_exit_codes_and_report(cex_dir: Path, tmp_path: Path) -> 
     buggy = run(env=dict(os.environ, KGC_IMPL_BUG="sync_in_preparing_rebalance"))
     assert buggy.returncode == 1 and buggy.stdout.splitlines()[-1].endswith(f": {SAME}")
     assert "implementation violates NoSyncInPreparingRebalance" in buggy.stdout
-    missing = subprocess.run([str(KGC), "replay-cex", "nope.itf.json"], capture_output=True,
-                             text=True, cwd=tmp_path)
+    missing = subprocess.run([str(KGC), "replay-cex", "nope.itf.json"], capture_output=True, text=True, cwd=tmp_path)
     assert missing.returncode == 2 and "kgc replay-cex: error:" in missing.stderr

@@ -11,13 +11,13 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from conformsupport import full_spec_dir
+
 from kgc.conformance.abstraction import TIMER_STEPS
 from kgc.conformance.mbt import conform, conform_trace, simulate
 from kgc.conformance.recorded_trace import read_trace
-from kgc.conformance.validate import validate_traces
 from kgc.conformance.seeded_bugs import BUGS, coordinator_class
+from kgc.conformance.validate import validate_traces
 from kgc.spec.itf import read_itf
 
 KGC = Path(sys.executable).with_name("kgc")
@@ -37,8 +37,7 @@ def full_traces(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """1,000 behaviours with every client fault and a failover: enough that each seeded bug
     is met (the rarest, sync_in_preparing_rebalance, diverges in about 2% of them)."""
     base = tmp_path_factory.mktemp("full")
-    result = simulate("conform_full", 1000, 40, 1, base / "traces",
-                      spec_dir=full_spec_dir(base / "spec"))
+    result = simulate("conform_full", 1000, 40, 1, base / "traces", spec_dir=full_spec_dir(base / "spec"))
     assert result.ok, result.check.error_line
     return base / "traces"
 
@@ -67,16 +66,27 @@ def test_full_fault_traces_conform_and_exercise_every_action(full_traces: Path) 
     assert report.count("ERROR") == 0
     assert report.count("CONFORMS") == len(report.outcomes), report.summary()
     seen = _actions(full_traces)
-    wanted = {"JoinGroupUnknownMember", "JoinGroupPendingMember", "JoinGroupKnownMember",
-              "SyncGroupLeader", "SyncGroupFollower", "Heartbeat", "LeaveGroup", "ClientCrash",
-              "ClientRestart", "ClientAbandon", "ClientRejoin", "AdvanceTime", "GroupUnload",
-              "GroupLoad"} | (TIMER_STEPS - {"DelayedSyncExpiry"})    # that one is rare
+    wanted = {
+        "JoinGroupUnknownMember",
+        "JoinGroupPendingMember",
+        "JoinGroupKnownMember",
+        "SyncGroupLeader",
+        "SyncGroupFollower",
+        "Heartbeat",
+        "LeaveGroup",
+        "ClientCrash",
+        "ClientRestart",
+        "ClientAbandon",
+        "ClientRejoin",
+        "AdvanceTime",
+        "GroupUnload",
+        "GroupLoad",
+    } | (TIMER_STEPS - {"DelayedSyncExpiry"})  # that one is rare
     assert wanted <= set(seen), f"never drawn: {sorted(wanted - set(seen))}"
     print(report.summary(), dict(seen))
 
 
-def test_recorded_runs_of_simulated_traces_are_behaviours_of_the_spec(
-        full_traces: Path, tmp_path: Path) -> None:
+def test_recorded_runs_of_simulated_traces_are_behaviours_of_the_spec(full_traces: Path, tmp_path: Path) -> None:
     """spec -> implementation -> spec: the implementation's own runs, recorded while it
     follows 1,000 spec traces (failover included), are checked by TLC to be behaviours of
     the spec; and a recording of a seeded bug's run is not."""
@@ -89,8 +99,9 @@ def test_recorded_runs_of_simulated_traces_are_behaviours_of_the_spec(
     assert checked.ok, (checked.errors[:1], [v for v in checked.verdicts if not v.matched][:1])
     assert len(checked.verdicts) == 1000
 
-    bad = conform([full_traces], coordinator_class("generation_not_bumped"),
-                  record_to=tmp_path / "bad", stop_at_first=True)
+    bad = conform(
+        [full_traces], coordinator_class("generation_not_bumped"), record_to=tmp_path / "bad", stop_at_first=True
+    )
     diverged = bad.first_divergence
     assert diverged is not None
     run = read_trace(tmp_path / "bad" / Path(diverged.file).name.replace(".itf.json", ".json"))
@@ -115,11 +126,9 @@ def test_each_seeded_implementation_bug_diverges(full_traces: Path, bug: str) ->
     assert str(d).startswith(f"step {d.step} {d.action}: {d.variable}: spec ")
 
 
-def test_divergence_names_trace_step_action_variable_and_both_values(
-        small_traces: Path, tmp_path: Path) -> None:
+def test_divergence_names_trace_step_action_variable_and_both_values(small_traces: Path, tmp_path: Path) -> None:
     """A trace whose spec side is changed at one step diverges exactly there."""
-    source = next(p for p in sorted(small_traces.glob("*.itf.json"))
-                  if len(read_itf(p)[1]) > 12)
+    source = next(p for p in sorted(small_traces.glob("*.itf.json")) if len(read_itf(p)[1]) > 12)
     document = json.loads(source.read_text())
     step = 10
     document["states"][step]["nextId"] = {"#bigint": "99"}
@@ -139,21 +148,28 @@ def test_simulation_is_deterministic_for_a_seed(tmp_path: Path) -> None:
         return [p.read_text() for p in sorted(out.glob("*.itf.json"))]
 
     a = simulate("small", 15, 25, 42, tmp_path / "a")
-    b = simulate("small", 15, 25, 42, tmp_path / "b")
-    c = simulate("small", 15, 25, 43, tmp_path / "c")
+    simulate("small", 15, 25, 42, tmp_path / "b")
+    simulate("small", 15, 25, 43, tmp_path / "c")
     assert len(a.files) == 15
     assert texts(tmp_path / "a") == texts(tmp_path / "b")
     assert texts(tmp_path / "a") != texts(tmp_path / "c")
 
 
 def _kgc(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(KGC), *args], cwd=cwd, capture_output=True, text=True, timeout=300,
-                          env=env if env is not None else os.environ.copy())
+    return subprocess.run(
+        [str(KGC), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env if env is not None else os.environ.copy(),
+    )
 
 
 def test_cli_simulate_then_conform(tmp_path: Path) -> None:
-    sim = _kgc("simulate", "--model", "small", "--traces", "40", "--depth", "30", "--seed", "3",
-               "--out", "t", cwd=tmp_path)
+    sim = _kgc(
+        "simulate", "--model", "small", "--traces", "40", "--depth", "30", "--seed", "3", "--out", "t", cwd=tmp_path
+    )
     assert sim.returncode == 0, sim.stderr
     assert "40 traces" in sim.stdout
     assert len(list((tmp_path / "t").glob("trace-*.itf.json"))) == 40
@@ -163,7 +179,7 @@ def test_cli_simulate_then_conform(tmp_path: Path) -> None:
     summary = json.loads(ok.stdout.strip().splitlines()[-1])
     assert summary["traces"] == 40 and summary["diverged"] == 0 and summary["steps"] > 0
     assert summary["steps_per_second"] > 0
-    assert "kgc conform: 20/40 traces" in ok.stderr      # progress, a line every tenth
+    assert "kgc conform: 20/40 traces" in ok.stderr  # progress, a line every tenth
 
     env = dict(os.environ, KGC_IMPL_BUG="generation_not_bumped")
     bad = _kgc("conform", "t", cwd=tmp_path, env=env)

@@ -12,14 +12,13 @@ import os
 import random
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kgc.conformance.proofs.abstraction import (AbstractState, ClientViews, abstract, accepts,
-                                                violated_invariants)
+from kgc.conformance.proofs.abstraction import AbstractState, ClientViews, abstract, accepts, violated_invariants
 from kgc.conformance.proofs.model import GROUP_STATES
 from kgc.impl.clock import VirtualClock
 from kgc.impl.coordinator import GroupConfig, GroupCoordinator, LeaveMemberIdentity
@@ -28,7 +27,7 @@ from kgc.impl.timer import SystemTimer
 
 GROUP = "g"
 EXAMPLES = int(os.environ.get("KGC_TIE_EXAMPLES", "150"))
-DERANDOMIZE = os.environ.get("KGC_TIE_RANDOM", "") == ""   # CI: the same seeds every run
+DERANDOMIZE = os.environ.get("KGC_TIE_RANDOM", "") == ""  # CI: the same seeds every run
 PROTOCOLS = ([("range", "")], [("range", "v2")], [("range", ""), ("roundrobin", "")], [("roundrobin", "")])
 SESSION_TIMEOUTS = (50, 200, 1000)
 REBALANCE_TIMEOUTS = (20, 50, 200)
@@ -48,10 +47,12 @@ class Harness:
         self.timer = SystemTimer(self.clock)
         self.store = InMemoryGroupStore()
         self.views = ClientViews(GROUP)
-        config = GroupConfig(min_session_timeout_ms=10, max_session_timeout_ms=600000,
-                             initial_rebalance_delay_ms=self.initial_delay_ms)
-        self.coord = GroupCoordinator(config, self.clock, self.timer, self.store,
-                                      member_id_seed=self.seed, observer=self.views)
+        config = GroupConfig(
+            min_session_timeout_ms=10, max_session_timeout_ms=600000, initial_rebalance_delay_ms=self.initial_delay_ms
+        )
+        self.coord = GroupCoordinator(
+            config, self.clock, self.timer, self.store, member_id_seed=self.seed, observer=self.views
+        )
 
     def state(self) -> AbstractState:
         return abstract(self.coord.group(GROUP), self.store.load_group(GROUP), self.views)
@@ -60,7 +61,7 @@ class Harness:
         if getattr(result, "member_id", "") and result.member_id not in self.ids:
             self.ids.append(result.member_id)
 
-    def _who(self, i: int) -> Optional[str]:
+    def _who(self, i: int) -> str | None:
         """Mostly a current member or pending id (index i among them), sometimes any id ever
         handed out (a stale client), so requests mostly reach the protocol's interesting paths."""
         group = self.coord.group(GROUP)
@@ -91,13 +92,25 @@ class Harness:
             kind = "fire"
         if kind == "join_new":
             _, require_known, proto, session, rebalance = op
-            self.coord.handle_join_group(GROUP, "", None, require_known, "c", "h", rebalance, session,
-                                         "consumer", list(PROTOCOLS[proto]), self._learn)
+            self.coord.handle_join_group(
+                GROUP,
+                "",
+                None,
+                require_known,
+                "c",
+                "h",
+                rebalance,
+                session,
+                "consumer",
+                list(PROTOCOLS[proto]),
+                self._learn,
+            )
             return f"join(new, require_known={require_known}, protocols={proto})"
         if kind == "join":
             _, _, proto, session, rebalance = op
-            self.coord.handle_join_group(GROUP, who, None, False, "c", "h", rebalance, session,
-                                         "consumer", list(PROTOCOLS[proto]), self._learn)
+            self.coord.handle_join_group(
+                GROUP, who, None, False, "c", "h", rebalance, session, "consumer", list(PROTOCOLS[proto]), self._learn
+            )
             return f"join({who}, protocols={proto})"
         if kind == "sync":
             group = self.coord.group(GROUP)
@@ -142,8 +155,13 @@ def random_op(rng: random.Random, owned: bool = True) -> tuple:
     kind = rng.choices(list(KINDS), weights=list(KINDS.values()))[0]
     who = rng.randrange(40)
     if kind == "join_new":
-        return (kind, rng.random() < 0.3, rng.choice((0, 0, 1, 2, 3)), rng.choice(SESSION_TIMEOUTS),
-                rng.choice(REBALANCE_TIMEOUTS))
+        return (
+            kind,
+            rng.random() < 0.3,
+            rng.choice((0, 0, 1, 2, 3)),
+            rng.choice(SESSION_TIMEOUTS),
+            rng.choice(REBALANCE_TIMEOUTS),
+        )
     if kind == "join":
         return (kind, who, rng.choice((0, 0, 0, 1, 2, 3)), rng.choice(SESSION_TIMEOUTS), rng.choice(REBALANCE_TIMEOUTS))
     if kind == "sync":
@@ -157,16 +175,23 @@ def random_op(rng: random.Random, owned: bool = True) -> tuple:
 
 def _explain(before: AbstractState, after: AbstractState, what: str, trail: list[str]) -> str:
     diff = "\n".join(f"  {k}: {a!r} -> {b!r}" for k, (a, b) in before.diff(after).items())
-    return (f"the implementation took a step the Z3 encoding does not allow: {what}\n"
-            f"after: {' ; '.join(trail[-12:])}\nbefore: {before}\nchanged:\n{diff}")
+    return (
+        f"the implementation took a step the Z3 encoding does not allow: {what}\n"
+        f"after: {' ; '.join(trail[-12:])}\nbefore: {before}\nchanged:\n{diff}"
+    )
 
 
 def test_every_implementation_step_is_a_step_of_the_encoding() -> None:
     seen: Counter[str] = Counter()
     states: Counter[str] = Counter()
 
-    @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=DERANDOMIZE,
-              suppress_health_check=[HealthCheck.too_slow])
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        derandomize=DERANDOMIZE,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
     @given(seed=st.integers(0, 2**32 - 1), length=st.integers(3, 50), initial_delay=st.sampled_from((0, 30)))
     def run(seed: int, length: int, initial_delay: int) -> None:
         rng = random.Random(seed)
@@ -187,8 +212,15 @@ def test_every_implementation_step_is_a_step_of_the_encoding() -> None:
     run()
     print("encoded actions matched:", dict(seen), "states reached:", dict(states))
     # The random runs must reach the interesting parts of the protocol, or the test proves little.
-    must = {"JoinGroupUnknownMember", "JoinGroupKnownMember", "SyncGroupLeader", "SyncGroupFollower",
-            "LeaveGroup", "GroupUnload", "GroupLoad"}
+    must = {
+        "JoinGroupUnknownMember",
+        "JoinGroupKnownMember",
+        "SyncGroupLeader",
+        "SyncGroupFollower",
+        "LeaveGroup",
+        "GroupUnload",
+        "GroupLoad",
+    }
     assert must <= set(seen), f"never matched {must - set(seen)}; matched {dict(seen)}"
     assert {"CompleteJoin", "RebalanceTimeout"} & set(seen)
     assert {"PreparingRebalance", "CompletingRebalance", "Stable"} <= set(states)
@@ -198,8 +230,13 @@ def test_whole_runs_step_by_step() -> None:
     """Fewer, longer runs where every step is checked, not only the last one."""
     seen: Counter[str] = Counter()
 
-    @settings(max_examples=max(5, EXAMPLES // 10), deadline=None, database=None, derandomize=DERANDOMIZE,
-              suppress_health_check=[HealthCheck.too_slow])
+    @settings(
+        max_examples=max(5, EXAMPLES // 10),
+        deadline=None,
+        database=None,
+        derandomize=DERANDOMIZE,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
     @given(seed=st.integers(0, 2**32 - 1), length=st.integers(10, 50))
     def run(seed: int, length: int) -> None:
         rng = random.Random(seed)
@@ -231,6 +268,7 @@ def test_the_tie_rejects_steps_the_protocol_does_not_take(bad: str) -> None:
     before = h.state()
     assert before.group_state == "CompletingRebalance", before
     from dataclasses import replace
+
     other = next(m for m in before.members if m != before.leader)
     if bad == "two-leaders-named":
         after = replace(before, named=before.named | {(before.epoch, before.generation, other)})
@@ -251,8 +289,19 @@ def test_a_generation_number_is_named_twice_across_a_failover() -> None:
 
     def join(key: str, member: str = "") -> None:
         h.views.begin_step()
-        h.coord.handle_join_group(GROUP, member, None, False, key, "h", 100, 1000, "consumer",
-                                  [("range", "")], lambda r: results.__setitem__(key, r))
+        h.coord.handle_join_group(
+            GROUP,
+            member,
+            None,
+            False,
+            key,
+            "h",
+            100,
+            1000,
+            "consumer",
+            [("range", "")],
+            lambda r: results.__setitem__(key, r),
+        )
         h.views.end_step()
 
     def step(fn: Any) -> None:
@@ -262,21 +311,21 @@ def test_a_generation_number_is_named_twice_across_a_failover() -> None:
 
     join("a")
     join("b")
-    while "a" not in results:                        # InitialDelayedJoin (maybe extended)
+    while "a" not in results:  # InitialDelayedJoin (maybe extended)
         step(h.timer.fire_next)
     a, b = results["a"].member_id, results["b"].member_id
     assert results["a"].generation_id == 1 and results["a"].leader_id == a
     step(lambda: h.coord.handle_sync_group(GROUP, 1, a, None, None, None, {a: "x", b: "y"}, lambda r: None))
     assert h.coord.group(GROUP).state.value == "Stable" and h.store.load_group(GROUP).generation_id == 1
-    join("a2", a)                                    # the leader rejoins: rebalance
-    join("b2", b)                                    # everyone rejoined: generation 2, leader a
+    join("a2", a)  # the leader rejoins: rebalance
+    join("b2", b)  # everyone rejoined: generation 2, leader a
     assert (results["a2"].generation_id, results["a2"].leader_id) == (2, a)
     step(lambda: h.coord.on_group_unloaded(GROUP))
-    step(lambda: h.coord.on_group_loaded(GROUP))     # back at the stored generation 1
+    step(lambda: h.coord.on_group_loaded(GROUP))  # back at the stored generation 1
     assert h.coord.group(GROUP).generation_id == 1
     step(lambda: h.coord.handle_leave_group(GROUP, [LeaveMemberIdentity(a)], lambda r: None))
-    join("b3", b)                                    # generation 2 again, leader b
+    join("b3", b)  # generation 2 again, leader b
     assert (results["b3"].generation_id, results["b3"].leader_id) == (2, b)
     assert {(0, 2, a), (1, 2, b)} <= h.views.named
-    assert h.views.believes_leader == {a, b}         # both clients believe they lead "generation 2"
+    assert h.views.believes_leader == {a, b}  # both clients believe they lead "generation 2"
     assert violated_invariants(h.state()) == []

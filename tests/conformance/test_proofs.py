@@ -16,8 +16,18 @@ import pytest
 
 from kgc.conformance.proofs.abstraction import accepts, from_tla_values, violated_invariants
 from kgc.conformance.proofs.invariants import INVARIANTS
-from kgc.conformance.proofs.prove import (EXIT_FAILED, EXIT_OK, EXIT_UNKNOWN, INIT, NOT_INDUCTIVE, PROVED,
-                                          UNKNOWN, CheckResult, ProofReport, prove)
+from kgc.conformance.proofs.prove import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_UNKNOWN,
+    INIT,
+    NOT_INDUCTIVE,
+    PROVED,
+    UNKNOWN,
+    CheckResult,
+    ProofReport,
+    prove,
+)
 from kgc.conformance.proofs.transitions import ACTIONS, ACTIONS_BY_NAME, BUGS
 
 KGC = Path(sys.executable).with_name("kgc")

@@ -27,11 +27,22 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from kgc.conformance.replay import World, error_name, run_scenario, state_name
 from kgc.conformance.scenario import (
-    ERROR_NAMES, Expect, Heartbeat, Join, Leave, Load, Ref, Scenario, Step, Sync, Tick, Unload,
+    ERROR_NAMES,
+    Expect,
+    Heartbeat,
+    Join,
+    Leave,
+    Load,
+    Ref,
+    Scenario,
+    Step,
+    Sync,
+    Tick,
+    Unload,
     load_scenario,
 )
 
@@ -41,13 +52,27 @@ COVERAGE_MD = SCENARIO_DIR / "COVERAGE.md"
 
 STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
 REQUESTS = (
-    "join (unknown member)", "join (known member)", "join (pending member)",
-    "sync (leader)", "sync (follower)", "sync (wrong generation)", "sync (unknown member)",
-    "heartbeat", "leave", "tick", "unload", "load",
+    "join (unknown member)",
+    "join (known member)",
+    "join (pending member)",
+    "sync (leader)",
+    "sync (follower)",
+    "sync (wrong generation)",
+    "sync (unknown member)",
+    "heartbeat",
+    "leave",
+    "tick",
+    "unload",
+    "load",
 )
 TIMERS = (
-    "session expiry", "rebalance timeout (DelayedJoin)", "initial delay extension",
-    "initial delay cap", "new-member join timeout", "DelayedSync expiry", "pending member expiry",
+    "session expiry",
+    "rebalance timeout (DelayedJoin)",
+    "initial delay extension",
+    "initial delay cap",
+    "new-member join timeout",
+    "DelayedSync expiry",
+    "pending member expiry",
 )
 
 #: Contract error codes no sequential scenario can draw from Kafka's coordinator, with the reason.
@@ -58,7 +83,8 @@ UNREACHABLE_ERRORS: dict[str, str] = {
         "before it left the cache; removeGroupsForPartition drops the group in the same step, so "
         "after an `unload` every request gets NOT_COORDINATOR and a sequential scenario never "
         "meets a Dead group object (GroupCoordinator.validateGroupStatus, doNewMemberJoinGroup, "
-        "validateSyncGroup, validateHeartbeat, handleLeaveGroup)."),
+        "validateSyncGroup, validateHeartbeat, handleLeaveGroup)."
+    ),
 }
 
 
@@ -76,10 +102,11 @@ class _Recorder:
     def __init__(self, scenario: Scenario, name: str, coverage: Coverage) -> None:
         self.name = name
         self.coverage = coverage
-        self.world: Optional[World] = None
-        self.groups = sorted({s.group for s in scenario.steps
-                              if isinstance(s, (Join, Sync, Heartbeat, Leave, Unload, Load))})
-        self.baseline: dict[str, set[str]] = {}      # members when the initial delay last began
+        self.world: World | None = None
+        self.groups = sorted(
+            {s.group for s in scenario.steps if isinstance(s, (Join, Sync, Heartbeat, Leave, Unload, Load))}
+        )
+        self.baseline: dict[str, set[str]] = {}  # members when the initial delay last began
         self.initial_joins: list[dict[str, Any]] = []  # initial delays that fired, undecided
 
     # -- helpers ---------------------------------------------------------------------------
@@ -90,7 +117,7 @@ class _Recorder:
         group = self._group(group_id)
         return "Dead" if group is None else state_name(group.state)
 
-    def _join_history(self, group_id: str, member_id: str) -> tuple[Optional[Any], bool]:
+    def _join_history(self, group_id: str, member_id: str) -> tuple[Any | None, bool]:
         """(last NONE join response for this member, ever answered MEMBER_ID_REQUIRED)."""
         last_ok, told_required = None, False
         assert self.world is not None
@@ -112,8 +139,7 @@ class _Recorder:
             return "join (unknown member)"
         group = self._group(step.group)
         if group is not None:
-            return ("join (pending member)" if member_id in group.pending_members
-                    else "join (known member)")
+            return "join (pending member)" if member_id in group.pending_members else "join (known member)"
         last_ok, told_required = self._join_history(step.group, member_id)
         return "join (pending member)" if told_required and last_ok is None else "join (known member)"
 
@@ -191,7 +217,7 @@ class _Recorder:
                     self._record_initial_join(event)
             self.initial_joins = [e for e in self.initial_joins if e["extended"] is None]
 
-    def on_timer(self, kind: str, group_id: str, member_id: Optional[str]) -> None:
+    def on_timer(self, kind: str, group_id: str, member_id: str | None) -> None:
         self._finish_initial_joins(extended=True)
         group = self._group(group_id)
         if group is None:
@@ -206,15 +232,15 @@ class _Recorder:
             member = group.members[member_id]
             if member.is_new and not member.heartbeat_satisfied:
                 self.coverage.timers["new-member join timeout"].add(self.name)
-            elif not (member.is_awaiting_join or member.is_awaiting_sync
-                      or member.heartbeat_satisfied):
+            elif not (member.is_awaiting_join or member.is_awaiting_sync or member.heartbeat_satisfied):
                 self.coverage.timers["session expiry"].add(self.name)
         elif kind == "initial_join":
             members = set(group.members)
             added = members - self.baseline.get(group_id, set())
             self.baseline[group_id] = members
-            self.initial_joins.append({"group": group_id, "extended": None,
-                                       "new_members": bool(added) and group.generation_id == 0})
+            self.initial_joins.append(
+                {"group": group_id, "extended": None, "new_members": bool(added) and group.generation_id == 0}
+            )
 
 
 def scenario_files() -> list[Path]:
@@ -281,8 +307,7 @@ def render(coverage: Coverage) -> str:
         if files:
             out.append(f"- **{error}**: " + ", ".join(files))
         elif error in UNREACHABLE_ERRORS:
-            out.append(f"- **{error}**: not reachable by a sequential scenario. "
-                       + UNREACHABLE_ERRORS[error])
+            out.append(f"- **{error}**: not reachable by a sequential scenario. " + UNREACHABLE_ERRORS[error])
         else:
             out.append(f"- **{error}**: NOT COVERED")
     if coverage.failures:
@@ -300,8 +325,9 @@ def test_the_suite_is_there() -> None:
 
 def test_every_state_request_cell_is_covered() -> None:
     coverage = measure()
-    missing = [f"{state} x {request}" for state in STATES for request in REQUESTS
-               if not coverage.cells.get((state, request))]
+    missing = [
+        f"{state} x {request}" for state in STATES for request in REQUESTS if not coverage.cells.get((state, request))
+    ]
     assert not missing, f"cells without a scenario: {missing}; failing scenarios: {coverage.failures}"
 
 
@@ -321,9 +347,11 @@ def test_every_reachable_contract_error_is_covered() -> None:
 def test_coverage_document_is_current() -> None:
     expected = render(measure())
     actual = COVERAGE_MD.read_text(encoding="utf-8") if COVERAGE_MD.exists() else ""
-    assert actual == expected, ("conformance/scenarios/COVERAGE.md is out of date; regenerate it with "
-                                ".venv/bin/python tests/conformance/test_scenario_coverage.py "
-                                "> conformance/scenarios/COVERAGE.md")
+    assert actual == expected, (
+        "conformance/scenarios/COVERAGE.md is out of date; regenerate it with "
+        ".venv/bin/python tests/conformance/test_scenario_coverage.py "
+        "> conformance/scenarios/COVERAGE.md"
+    )
 
 
 if __name__ == "__main__":

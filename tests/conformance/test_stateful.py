@@ -14,13 +14,18 @@ from kgc.conformance.recorder import RANDOM_RUN_CONSTANTS, RunRecorder, random_r
 from kgc.conformance.replay import run_scenario
 from kgc.conformance.scenario import load_scenario
 from kgc.conformance.seeded_bugs import BUGS
-from kgc.conformance.stateful import DEFAULT_CONSTANTS, fuzz
+from kgc.conformance.stateful import fuzz
 from kgc.impl.coordinator import GroupCoordinator
-from kgc.tools.cli import main
 from kgc.spec.values import ModelValue, Record, TlaFunction
+from kgc.tools.cli import main
 
-SEEDED = ("sync_in_preparing_rebalance", "generation_not_bumped", "leader_not_reassigned",
-          "session_expiry_keeps_member", "rebalance_timeout_keeps_member")
+SEEDED = (
+    "sync_in_preparing_rebalance",
+    "generation_not_bumped",
+    "leader_not_reassigned",
+    "session_expiry_keeps_member",
+    "rebalance_timeout_keeps_member",
+)
 
 #: Examples for the bug hunts: derandomized, so the same examples every run; each bug is
 #: found well within this many (rebalance_timeout_keeps_member, the hardest, after ~130).
@@ -71,11 +76,11 @@ def test_kgc_replay_runs_a_saved_example(hunts, capsys, monkeypatch):
     path = str(result.violation.scenario)
     with pytest.raises(SystemExit) as done:
         main(["replay", path])
-    assert done.value.code == 0          # the unmodified coordinator gives what it expects
+    assert done.value.code == 0  # the unmodified coordinator gives what it expects
     assert "PASS hypothesis-counterexample" in capsys.readouterr().out
     with pytest.raises(SystemExit) as done:
         main(["replay", "--bug", "leader_not_reassigned", path])
-    assert done.value.code == 1          # the seeded bug reproduces
+    assert done.value.code == 1  # the seeded bug reproduces
     assert "FAIL hypothesis-counterexample: step " in capsys.readouterr().out
     monkeypatch.setenv("KGC_IMPL_BUG", "leader_not_reassigned")
     with pytest.raises(SystemExit) as done:
@@ -94,8 +99,19 @@ def test_kgc_fuzz_command(tmp_path, capsys):
     assert done.value.code == 0
     assert "no property violated" in capsys.readouterr().out
     with pytest.raises(SystemExit) as done:
-        main(["fuzz", "--profile", "ci", "--examples", "100", "--bug", "leader_not_reassigned",
-              "--save", str(tmp_path / "bad")])
+        main(
+            [
+                "fuzz",
+                "--profile",
+                "ci",
+                "--examples",
+                "100",
+                "--bug",
+                "leader_not_reassigned",
+                "--save",
+                str(tmp_path / "bad"),
+            ]
+        )
     assert done.value.code == 10
     out = capsys.readouterr().out
     assert "PROPERTY VIOLATED" in out and "LeaderIsMember" in out
@@ -131,17 +147,28 @@ def test_properties_hold_on_recorded_runs_of_the_correct_coordinator():
             assert not report.skipped
 
 
-@pytest.mark.parametrize("name, change, needle", [
-    ("LeaderIsMember", {"leader": 3}, "leader 3 not in members"),
-    ("EmptyIffNoMembers", {"gstate": "Empty"}, "gstate = Empty"),
-    ("GroupSizeBounded", {"members": frozenset({1, 2, 3}), "genMembers": frozenset({1, 2, 3})}, "3 members in Stable"),
-    ("NoSyncInPreparingRebalance", {"gstate": "PreparingRebalance", "awaitingSync": frozenset({1})}, "awaitingSync"),
-    ("AssignmentMatchesGenerationMembers", {"plan": frozenset({1})}, "plan {1} != genMembers {1, 2}"),
-    ("SingleLeaderPerGeneration", {"genLeaders": frozenset({1, 2})}, "two leaders"),
-    ("OneSessionTimerPerMember", {"timers": ()}, "has 0 live session timers"),
-    ("TimersOrdered", {"now": 1000}, "overdue"),
-    ("TypeOK", {"nextId": 99}, "nextId = 99"),
-])
+@pytest.mark.parametrize(
+    "name, change, needle",
+    [
+        ("LeaderIsMember", {"leader": 3}, "leader 3 not in members"),
+        ("EmptyIffNoMembers", {"gstate": "Empty"}, "gstate = Empty"),
+        (
+            "GroupSizeBounded",
+            {"members": frozenset({1, 2, 3}), "genMembers": frozenset({1, 2, 3})},
+            "3 members in Stable",
+        ),
+        (
+            "NoSyncInPreparingRebalance",
+            {"gstate": "PreparingRebalance", "awaitingSync": frozenset({1})},
+            "awaitingSync",
+        ),
+        ("AssignmentMatchesGenerationMembers", {"plan": frozenset({1})}, "plan {1} != genMembers {1, 2}"),
+        ("SingleLeaderPerGeneration", {"genLeaders": frozenset({1, 2})}, "two leaders"),
+        ("OneSessionTimerPerMember", {"timers": ()}, "has 0 live session timers"),
+        ("TimersOrdered", {"now": 1000}, "overdue"),
+        ("TypeOK", {"nextId": 99}, "nextId = 99"),
+    ],
+)
 def test_each_invariant_detects_a_broken_state(name, change, needle):
     state = _stable_state()
     assert not P.check_state(state, K).violations
@@ -163,7 +190,11 @@ def test_action_properties():
     s = _stable_state()
     t = dict(s, generation=0)
     assert P.GenerationMonotonic(s, t, K)
-    t = dict(s, gstate="PreparingRebalance", lastAction=Record(dict(s["lastAction"], member=0, newMember=0, name="AdvanceTime")))
+    t = dict(
+        s,
+        gstate="PreparingRebalance",
+        lastAction=Record(dict(s["lastAction"], member=0, newMember=0, name="AdvanceTime")),
+    )
     assert P.StableRebalanceOnlyByMember(s, t, K)
     t = dict(t, lastAction=Record(dict(t["lastAction"], member=2, name="LeaveGroup")))
     assert not P.StableRebalanceOnlyByMember(s, t, K)

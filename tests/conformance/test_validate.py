@@ -13,18 +13,22 @@ from pathlib import Path
 import pytest
 
 from kgc.conformance.recorded_trace import read_trace, write_trace
-from kgc.conformance.recorder import (RANDOM_RUN_CONSTANTS, RunRecorder, random_run,
-                                      record_scenario_file)
+from kgc.conformance.recorder import RANDOM_RUN_CONSTANTS, RunRecorder, random_run, record_scenario_file
 from kgc.conformance.seeded_bugs import BUGS
 from kgc.conformance.validate import validate_traces
-from kgc.tools.cli import main
 from kgc.spec.values import ModelValue, Record
+from kgc.tools.cli import main
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "conformance" / "scenarios"
 
 #: The five seeded implementation bugs the conformance issue names (seeded_bugs.py).
-SEEDED = ("sync_in_preparing_rebalance", "generation_not_bumped", "leader_not_reassigned",
-          "session_expiry_keeps_member", "rebalance_timeout_keeps_member")
+SEEDED = (
+    "sync_in_preparing_rebalance",
+    "generation_not_bumped",
+    "leader_not_reassigned",
+    "session_expiry_keeps_member",
+    "rebalance_timeout_keeps_member",
+)
 
 #: Scenarios whose recording stops before the end, and why: the step uses something the spec
 #: does not model. The steps before it are still checked. Why the spec leaves each out:
@@ -107,9 +111,11 @@ def test_random_recorded_runs_are_behaviours_of_the_spec(random_report):
 @pytest.fixture(scope="module")
 def bug_report():
     """Ten runs of each seeded-bug coordinator, checked in one TLC batch."""
-    traces = [random_run(RANDOM_RUN_CONSTANTS, 40, seed, coordinator_class=BUGS[bug],
-                         name=f"{bug}/{seed}")
-              for bug in SEEDED for seed in range(10)]
+    traces = [
+        random_run(RANDOM_RUN_CONSTANTS, 40, seed, coordinator_class=BUGS[bug], name=f"{bug}/{seed}")
+        for bug in SEEDED
+        for seed in range(10)
+    ]
     report = validate_traces(traces)
     assert not report.errors
     return {bug: [v for v in report.verdicts if v.name.startswith(bug + "/")] for bug in SEEDED}
@@ -167,8 +173,11 @@ def test_classic_completion_check_agrees():
     bad.states[-1]["members"] = frozenset({1, 2})
     fast = validate_traces([good, bad])
     classic = validate_traces([good, bad], classic=True)
-    assert [(v.matched, v.failed_step) for v in fast.verdicts] == \
-        [(v.matched, v.failed_step) for v in classic.verdicts] == [(True, None), (False, bad.steps)]
+    assert (
+        [(v.matched, v.failed_step) for v in fast.verdicts]
+        == [(v.matched, v.failed_step) for v in classic.verdicts]
+        == [(True, None), (False, bad.steps)]
+    )
 
 
 def test_trace_files_round_trip(tmp_path):
@@ -189,8 +198,20 @@ def test_kgc_validate_command(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "OK   simple" in out and "4 traces" in out
     with pytest.raises(SystemExit) as done:
-        main(["validate", "--random", "4", "--steps", "40", "--bug", "leader_not_reassigned",
-              "--out", str(tmp_path / "rec"), "-q"])
+        main(
+            [
+                "validate",
+                "--random",
+                "4",
+                "--steps",
+                "40",
+                "--bug",
+                "leader_not_reassigned",
+                "--out",
+                str(tmp_path / "rec"),
+                "-q",
+            ]
+        )
     assert done.value.code == 10
     out = capsys.readouterr().out
     assert "FAIL random-" in out and "leader" in out

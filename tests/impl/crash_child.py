@@ -16,7 +16,7 @@ import json
 import os
 import random
 import sys
-from typing import Any, Optional
+from typing import Any
 
 from kgc.impl.clock import VirtualClock
 from kgc.impl.coordinator import GroupConfig, GroupCoordinator, JoinGroupResult, LeaveMemberIdentity, SyncGroupResult
@@ -33,7 +33,7 @@ def emit(kind: str, value: Any) -> None:
     try:
         sys.stdout.write(json.dumps({kind: value}, sort_keys=True) + "\n")
         sys.stdout.flush()
-    except BrokenPipeError:     # nobody is listening any more: nothing left to do
+    except BrokenPipeError:  # nobody is listening any more: nothing left to do
         os._exit(3)
 
 
@@ -57,19 +57,20 @@ class Client:
         self.generation = generation
         self.leader = False
         self.members: list[str] = []
-        self.busy = False            # a join or sync is parked at the coordinator
+        self.busy = False  # a join or sync is parked at the coordinator
 
 
 def main() -> None:
     path, seed = sys.argv[1], int(sys.argv[2])
     rng = random.Random(seed)
     store = LoggedStore(path, compact_min_records=16)
-    emit("recovered", {"groups": {g: as_json(store.load_group(g)) for g in store.group_ids()},
-                       "problem": store.recovery.problem})
+    emit(
+        "recovered",
+        {"groups": {g: as_json(store.load_group(g)) for g in store.group_ids()}, "problem": store.recovery.problem},
+    )
     clock = VirtualClock(0)
     timer = SystemTimer(clock)
-    coordinator = GroupCoordinator(GroupConfig(initial_rebalance_delay_ms=0), clock, timer, store,
-                                   member_id_seed=seed)
+    coordinator = GroupCoordinator(GroupConfig(initial_rebalance_delay_ms=0), clock, timer, store, member_id_seed=seed)
     clients: list[Client] = []
     for group in store.group_ids():
         coordinator.on_group_loaded(group)
@@ -90,9 +91,21 @@ def main() -> None:
                 c.member_id = r.member_id
             elif r.error is Errors.UNKNOWN_MEMBER_ID:
                 c.member_id, c.generation = "", -1
+
         c.busy = True
-        coordinator.handle_join_group(c.group, c.member_id, None, False, "client", "host", SESSION_MS, SESSION_MS,
-                                      "consumer", [("range", "")], done)
+        coordinator.handle_join_group(
+            c.group,
+            c.member_id,
+            None,
+            False,
+            "client",
+            "host",
+            SESSION_MS,
+            SESSION_MS,
+            "consumer",
+            [("range", "")],
+            done,
+        )
 
     def sync(c: Client) -> None:
         assignment = {m: f"{m}@{c.generation}" for m in c.members} if c.leader else {}
@@ -102,9 +115,18 @@ def main() -> None:
             c.busy = False
             if r.error is Errors.NONE and leader:
                 record = store.load_group(c.group)
-                ack: Optional[dict[str, Any]] = as_json(record) if record is not None else None
-                emit("ack", {"group": c.group, "generation": generation, "leader": c.member_id,
-                             "assignment": assignment, "stored": ack})
+                ack: dict[str, Any] | None = as_json(record) if record is not None else None
+                emit(
+                    "ack",
+                    {
+                        "group": c.group,
+                        "generation": generation,
+                        "leader": c.member_id,
+                        "assignment": assignment,
+                        "stored": ack,
+                    },
+                )
+
         c.busy = True
         coordinator.handle_sync_group(c.group, c.generation, c.member_id, "consumer", "range", None, assignment, done)
 

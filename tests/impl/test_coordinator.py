@@ -11,13 +11,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import pytest
 
 from kgc.impl.clock import VirtualClock
-from kgc.impl.coordinator import (GroupConfig, GroupCoordinator, JoinGroupResult,
-                                  LeaveGroupResult, LeaveMemberIdentity, SyncGroupResult)
+from kgc.impl.coordinator import (
+    GroupConfig,
+    GroupCoordinator,
+    JoinGroupResult,
+    LeaveGroupResult,
+    LeaveMemberIdentity,
+    SyncGroupResult,
+)
 from kgc.impl.errors import Errors
 from kgc.impl.group import GroupMetadata, GroupState, IllegalStateTransition
 from kgc.impl.store import InMemoryGroupStore
@@ -31,7 +37,7 @@ INITIAL_DELAY = 50
 SESSION = 500
 REBALANCE = 500
 RANGE = [("range", "")]
-JOIN_WAIT = 2 * INITIAL_DELAY   # members joining together extend the initial delay once
+JOIN_WAIT = 2 * INITIAL_DELAY  # members joining together extend the initial delay once
 
 
 class Box:
@@ -72,7 +78,7 @@ class Recorder:
     def on_response(self, kind: str, group_id: str, result: object) -> None:
         self.events.append(("response", kind, group_id))
 
-    def on_timer(self, kind: str, group_id: str, member_id: Optional[str]) -> None:
+    def on_timer(self, kind: str, group_id: str, member_id: str | None) -> None:
         self.events.append(("timer", kind, group_id, member_id))
 
     def on_transition(self, group_id: str, old: GroupState, new: GroupState) -> None:
@@ -82,46 +88,71 @@ class Recorder:
 class H:
     """A coordinator on a virtual clock, with one-line request helpers."""
 
-    def __init__(self, store: Optional[InMemoryGroupStore] = None, seed: int = 0,
-                 **config: Any) -> None:
-        cfg = dict(min_session_timeout_ms=MIN_SESSION, max_session_timeout_ms=MAX_SESSION,
-                   initial_rebalance_delay_ms=INITIAL_DELAY)
+    def __init__(self, store: InMemoryGroupStore | None = None, seed: int = 0, **config: Any) -> None:
+        cfg = dict(
+            min_session_timeout_ms=MIN_SESSION,
+            max_session_timeout_ms=MAX_SESSION,
+            initial_rebalance_delay_ms=INITIAL_DELAY,
+        )
         cfg.update(config)
         self.clock = VirtualClock()
         self.timer = SystemTimer(self.clock)
         self.store = store if store is not None else InMemoryGroupStore()
         self.obs = Recorder()
-        self.c = GroupCoordinator(GroupConfig(**cfg), self.clock, self.timer, self.store,
-                                  member_id_seed=seed, observer=self.obs)
+        self.c = GroupCoordinator(
+            GroupConfig(**cfg), self.clock, self.timer, self.store, member_id_seed=seed, observer=self.obs
+        )
 
-    def join(self, member: str = "", group: str = "g", client: str = "client",
-             instance: Optional[str] = None, session: int = SESSION,
-             rebalance: Optional[int] = None, ptype: str = "consumer",
-             protocols: Any = RANGE, require_known: bool = False) -> Box:
+    def join(
+        self,
+        member: str = "",
+        group: str = "g",
+        client: str = "client",
+        instance: str | None = None,
+        session: int = SESSION,
+        rebalance: int | None = None,
+        ptype: str = "consumer",
+        protocols: Any = RANGE,
+        require_known: bool = False,
+    ) -> Box:
         box = Box()
-        self.c.handle_join_group(group, member, instance, require_known, client, "host",
-                                 REBALANCE if rebalance is None else rebalance, session, ptype,
-                                 list(protocols), box)
+        self.c.handle_join_group(
+            group,
+            member,
+            instance,
+            require_known,
+            client,
+            "host",
+            REBALANCE if rebalance is None else rebalance,
+            session,
+            ptype,
+            list(protocols),
+            box,
+        )
         return box
 
-    def sync(self, member: str, generation: int, assignment: Optional[dict] = None,
-             group: str = "g", ptype: Optional[str] = None, pname: Optional[str] = None,
-             instance: Optional[str] = None) -> Box:
+    def sync(
+        self,
+        member: str,
+        generation: int,
+        assignment: dict | None = None,
+        group: str = "g",
+        ptype: str | None = None,
+        pname: str | None = None,
+        instance: str | None = None,
+    ) -> Box:
         box = Box()
-        self.c.handle_sync_group(group, generation, member, ptype, pname, instance,
-                                 assignment or {}, box)
+        self.c.handle_sync_group(group, generation, member, ptype, pname, instance, assignment or {}, box)
         return box
 
-    def heartbeat(self, member: str, generation: int, group: str = "g",
-                  instance: Optional[str] = None) -> Box:
+    def heartbeat(self, member: str, generation: int, group: str = "g", instance: str | None = None) -> Box:
         box = Box()
         self.c.handle_heartbeat(group, member, instance, generation, box)
         return box
 
     def leave(self, *members: Any, group: str = "g") -> Box:
         box = Box()
-        ids = [LeaveMemberIdentity(m) if isinstance(m, str) else LeaveMemberIdentity(*m)
-               for m in members]
+        ids = [LeaveMemberIdentity(m) if isinstance(m, str) else LeaveMemberIdentity(*m) for m in members]
         self.c.handle_leave_group(group, ids, box)
         return box
 
@@ -138,13 +169,25 @@ class H:
         return "Dead" if g is None else g.state.value
 
     # -- common set-ups ------------------------------------------------------------------------
-    def stable_group(self, n: int = 1, session: int = SESSION, rebalance: int = REBALANCE,
-                     instances: Optional[list[str]] = None,
-                     protocols: Any = RANGE) -> list[str]:
+    def stable_group(
+        self,
+        n: int = 1,
+        session: int = SESSION,
+        rebalance: int = REBALANCE,
+        instances: list[str] | None = None,
+        protocols: Any = RANGE,
+    ) -> list[str]:
         """n members join through the initial delayed join and sync; returns ids, leader first."""
-        boxes = [self.join(client=f"c{i}", session=session, rebalance=rebalance,
-                           instance=instances[i] if instances else None, protocols=protocols)
-                 for i in range(n)]
+        boxes = [
+            self.join(
+                client=f"c{i}",
+                session=session,
+                rebalance=rebalance,
+                instance=instances[i] if instances else None,
+                protocols=protocols,
+            )
+            for i in range(n)
+        ]
         self.tick(JOIN_WAIT)
         ids = [b.value.member_id for b in boxes]
         leader = boxes[0].value.leader_id
@@ -170,20 +213,23 @@ def h() -> H:
 # The contract's example, driven by hand
 # ==============================================================================================
 
+
 def test_contract_example_two_members_rebalance() -> None:
     """docs/contract-examples/two-members-rebalance.json, step by step."""
     spec = json.loads((EXAMPLES / "two-members-rebalance.json").read_text())
-    assert spec["config"] == {"min_session_timeout_ms": 10, "max_session_timeout_ms": 600000,
-                              "initial_rebalance_delay_ms": 100}
-    h = H(min_session_timeout_ms=10, max_session_timeout_ms=600000,
-          initial_rebalance_delay_ms=100)
+    assert spec["config"] == {
+        "min_session_timeout_ms": 10,
+        "max_session_timeout_ms": 600000,
+        "initial_rebalance_delay_ms": 100,
+    }
+    h = H(min_session_timeout_ms=10, max_session_timeout_ms=600000, initial_rebalance_delay_ms=100)
     a1 = h.join(client="a", session=1000, rebalance=1000)
     assert a1.pending
     b1 = h.join(client="b", session=1000, rebalance=1000)
     g = h.group()
     assert (g.state, g.generation_id, len(g.members)) == (GroupState.PreparingRebalance, 0, 2)
     h.tick(100)
-    assert a1.pending                      # InitialDelayedJoin extended: b arrived
+    assert a1.pending  # InitialDelayedJoin extended: b arrived
     h.tick(100)
     a, b = a1.value.member_id, b1.value.member_id
     assert a1.error is Errors.NONE and a1.value.generation_id == 1
@@ -191,8 +237,7 @@ def test_contract_example_two_members_rebalance() -> None:
     assert {m.member_id for m in a1.value.members} == {a, b}
     assert b1.error is Errors.NONE and b1.value.generation_id == 1 and b1.value.leader_id == a
     g = h.group()
-    assert (g.state, g.generation_id, set(g.members), g.leader_id) == (
-        GroupState.CompletingRebalance, 1, {a, b}, a)
+    assert (g.state, g.generation_id, set(g.members), g.leader_id) == (GroupState.CompletingRebalance, 1, {a, b}, a)
     sb = h.sync(b, 1)
     assert sb.pending
     sa = h.sync(a, 1, {a: "t-0", b: "t-1"})
@@ -218,11 +263,11 @@ def test_contract_example_two_members_rebalance() -> None:
 # GroupState
 # ==============================================================================================
 
+
 def test_valid_previous_states_are_kafkas() -> None:
     """GroupMetadata.scala: each state's validPreviousStates."""
     S = GroupState
-    assert S.PreparingRebalance.valid_previous_states == {S.Stable, S.CompletingRebalance,
-                                                          S.Empty}
+    assert S.PreparingRebalance.valid_previous_states == {S.Stable, S.CompletingRebalance, S.Empty}
     assert S.CompletingRebalance.valid_previous_states == {S.PreparingRebalance}
     assert S.Stable.valid_previous_states == {S.CompletingRebalance}
     assert S.Empty.valid_previous_states == {S.PreparingRebalance}
@@ -253,6 +298,7 @@ def test_transition_to_refuses_invalid_transitions() -> None:
 # JoinGroup: validation
 # ==============================================================================================
 
+
 def test_invalid_group_id(h: H) -> None:
     """testInvalidGroupId; GroupCoordinator.isValidGroupId for JoinGroup/Sync/Heartbeat/Leave."""
     assert h.join(group="").error is Errors.INVALID_GROUP_ID
@@ -262,18 +308,21 @@ def test_invalid_group_id(h: H) -> None:
     assert h.c.group("") is None
 
 
-@pytest.mark.parametrize("session,error", [
-    (MIN_SESSION - 1, Errors.INVALID_SESSION_TIMEOUT),   # testJoinGroupSessionTimeoutTooSmall
-    (MAX_SESSION + 1, Errors.INVALID_SESSION_TIMEOUT),   # testJoinGroupSessionTimeoutTooLarge
-    (MIN_SESSION, Errors.NONE),
-    (MAX_SESSION, Errors.NONE),
-])
+@pytest.mark.parametrize(
+    "session,error",
+    [
+        (MIN_SESSION - 1, Errors.INVALID_SESSION_TIMEOUT),  # testJoinGroupSessionTimeoutTooSmall
+        (MAX_SESSION + 1, Errors.INVALID_SESSION_TIMEOUT),  # testJoinGroupSessionTimeoutTooLarge
+        (MIN_SESSION, Errors.NONE),
+        (MAX_SESSION, Errors.NONE),
+    ],
+)
 def test_session_timeout_bounds(h: H, session: int, error: Errors) -> None:
     box = h.join(session=session)
     h.tick(JOIN_WAIT)
     assert box.error is error
     if error is not Errors.NONE:
-        assert h.c.group("g") is None        # rejected before the group is created
+        assert h.c.group("g") is None  # rejected before the group is created
 
 
 def test_known_member_id_for_unknown_group_is_rejected(h: H) -> None:
@@ -295,7 +344,7 @@ def test_empty_protocol_type_or_protocols(h: H, ptype: str, protocols: list) -> 
     box = h.join(ptype=ptype, protocols=protocols)
     assert box.error is Errors.INCONSISTENT_GROUP_PROTOCOL
     assert box.value.member_id == ""
-    assert h.state() == "Empty"              # the group was created, as Kafka's is
+    assert h.state() == "Empty"  # the group was created, as Kafka's is
 
 
 def test_inconsistent_protocol_type(h: H) -> None:
@@ -341,17 +390,18 @@ def test_protocol_selected_by_vote(h: H) -> None:
     h.tick(JOIN_WAIT)
     assert {x.value.protocol_name for x in (a, b, c)} == {"range"}
     meta = {m.member_id: m.metadata for m in a.value.members}
-    assert meta[c.value.member_id] == "x"            # the chosen protocol's metadata
+    assert meta[c.value.member_id] == "x"  # the chosen protocol's metadata
     h2 = H()
     d = h2.join(client="d", protocols=[("sticky", ""), ("range", "")])
-    e = h2.join(client="e", protocols=[("range", "")])
+    h2.join(client="e", protocols=[("range", "")])
     h2.tick(JOIN_WAIT)
-    assert d.value.protocol_name == "range"          # sticky is not a candidate
+    assert d.value.protocol_name == "range"  # sticky is not a candidate
 
 
 # ==============================================================================================
 # JoinGroup: MEMBER_ID_REQUIRED and pending members (KIP-394)
 # ==============================================================================================
+
 
 def test_require_known_member_id(h: H) -> None:
     """testJoinGroupSecondJoinInconsistentProtocol / doDynamicNewMemberJoinGroup."""
@@ -361,8 +411,7 @@ def test_require_known_member_id(h: H) -> None:
     assert member_id.startswith("client-")
     g = h.group()
     assert g.state is GroupState.Empty and g.pending_members == {member_id} and not g.members
-    assert h.join(member_id, protocols=[], require_known=True).error is \
-        Errors.INCONSISTENT_GROUP_PROTOCOL
+    assert h.join(member_id, protocols=[], require_known=True).error is Errors.INCONSISTENT_GROUP_PROTOCOL
     second = h.join(member_id, require_known=True)
     assert second.pending
     assert h.group().pending_members == set() and set(h.group().members) == {member_id}
@@ -386,11 +435,11 @@ def test_pending_member_holds_the_join_until_it_expires(h: H) -> None:
     (testJoinGroupCompletionWhenPendingMemberTimesOut)."""
     [leader] = h.stable_group(1, session=1000, rebalance=1000)
     pending = h.join(require_known=True, session=300).value.member_id
-    rejoin = h.join(leader, session=1000, rebalance=1000)    # leader rejoin: rebalance
+    rejoin = h.join(leader, session=1000, rebalance=1000)  # leader rejoin: rebalance
     assert h.state() == "PreparingRebalance" and rejoin.pending
     h.tick(299)
     assert rejoin.pending
-    h.tick(1)                                                # pending id expires
+    h.tick(1)  # pending id expires
     assert rejoin.error is Errors.NONE and rejoin.value.generation_id == 2
     assert set(h.group().members) == {leader}
     assert pending not in h.group().pending_members
@@ -426,6 +475,7 @@ def test_pending_member_with_instance_id_is_a_server_error(h: H) -> None:
 # JoinGroup: group.max.size
 # ==============================================================================================
 
+
 def test_dynamic_members_join_group_with_max_size() -> None:
     """testDynamicMembersJoinGroupWithMaxSize: 5 joins, max 4; accepted members can rejoin
     while completing the rebalance, the others are still refused."""
@@ -436,7 +486,7 @@ def test_dynamic_members_join_group_with_max_size() -> None:
     errors = [b.error for b in boxes]
     assert errors.count(Errors.NONE) == 4 and errors.count(Errors.GROUP_MAX_SIZE_REACHED) == 1
     rejoin = [h.join(b.value.member_id).error for b in boxes]
-    assert rejoin == errors        # the refused one rejoins as a new member: still refused
+    assert rejoin == errors  # the refused one rejoins as a new member: still refused
     assert h.state() == "CompletingRebalance" and h.group().size == 4
 
 
@@ -469,6 +519,7 @@ def test_join_group_full_stable_group() -> None:
 # ==============================================================================================
 # JoinGroup: known members per state
 # ==============================================================================================
+
 
 def test_matching_rejoin_in_completing_rebalance_returns_current_generation(h: H) -> None:
     """doCurrentMemberJoinGroup, CompletingRebalance with matching metadata (a member that lost
@@ -541,6 +592,7 @@ def test_known_member_of_empty_group_is_unknown(h: H) -> None:
 # Rebalance: InitialDelayedJoin, DelayedJoin, new-member timeout, DelayedSync
 # ==============================================================================================
 
+
 def test_initial_delay_is_not_extended_without_new_members() -> None:
     """testDelayInitialRebalanceByGroupInitialRebalanceDelayOnEmptyGroup."""
     h = H()
@@ -558,15 +610,15 @@ def test_initial_delay_extended_up_to_rebalance_timeout() -> None:
     first = h.join(client="a", rebalance=250)
     h.tick(90)
     h.join(client="b", rebalance=250)
-    h.tick(10)                                   # t=100: b arrived -> wait 100 more
+    h.tick(10)  # t=100: b arrived -> wait 100 more
     h.tick(90)
     h.join(client="c", rebalance=250)
-    h.tick(10)                                   # t=200: c arrived -> wait min(100, 50)
+    h.tick(10)  # t=200: c arrived -> wait min(100, 50)
     h.tick(40)
-    late = h.join(client="d", rebalance=250)     # t=240: no more extension (remaining 0)
+    late = h.join(client="d", rebalance=250)  # t=240: no more extension (remaining 0)
     h.tick(9)
     assert first.pending
-    h.tick(1)                                    # t=250 = rebalance timeout
+    h.tick(1)  # t=250 = rebalance timeout
     assert first.error is Errors.NONE and len(first.value.members) == 4
     assert late.error is Errors.NONE
 
@@ -638,8 +690,7 @@ def test_group_becomes_empty_when_everyone_leaves_during_rebalance(h: H) -> None
     h.join(leader)
     assert h.leave(leader, follower).value.member_responses[1][2] is Errors.NONE
     g = h.group()
-    assert (g.state, g.generation_id, g.protocol_name, g.leader_id) == (
-        GroupState.Empty, 2, None, None)
+    assert (g.state, g.generation_id, g.protocol_name, g.leader_id) == (GroupState.Empty, 2, None, None)
     record = h.store.load_group("g")
     assert record is not None and record.generation_id == 2 and record.members == ()
 
@@ -669,7 +720,7 @@ def test_leader_that_never_syncs_is_removed() -> None:
     a = h.join(client="a", session=10000, rebalance=500)
     b = h.join(client="b", session=10000, rebalance=500)
     h.tick(JOIN_WAIT)
-    leader, follower = a.value.member_id, b.value.member_id
+    _leader, follower = a.value.member_id, b.value.member_id
     parked = h.sync(follower, 1)
     h.tick(500)
     assert parked.error is Errors.REBALANCE_IN_PROGRESS
@@ -687,6 +738,7 @@ def test_sync_from_everyone_cancels_the_sync_timeout() -> None:
 # ==============================================================================================
 # SyncGroup
 # ==============================================================================================
+
 
 def test_sync_unknown_group_and_member(h: H) -> None:
     """testSyncGroupFromUnknownGroup, testSyncGroupFromUnknownMember."""
@@ -768,7 +820,7 @@ def test_store_callback_after_the_group_moved_on_is_ignored() -> None:
     leader = a.value.member_id
     lead = h.sync(leader, 1, {leader: "L"})
     assert lead.pending and store.pending() == 1
-    newcomer = h.join(client="b")                 # CompletingRebalance -> PreparingRebalance
+    newcomer = h.join(client="b")  # CompletingRebalance -> PreparingRebalance
     assert lead.error is Errors.REBALANCE_IN_PROGRESS
     store.complete_pending()
     assert h.state() == "PreparingRebalance" and newcomer.pending
@@ -778,6 +830,7 @@ def test_store_callback_after_the_group_moved_on_is_ignored() -> None:
 # ==============================================================================================
 # Heartbeat
 # ==============================================================================================
+
 
 def test_heartbeat_errors(h: H) -> None:
     """testHeartbeatUnknownGroup, testHeartbeatUnknownConsumerExistingGroup,
@@ -834,10 +887,10 @@ def test_session_expiry_of_a_member_in_stable_starts_a_rebalance(h: H) -> None:
 # LeaveGroup
 # ==============================================================================================
 
+
 def test_leave_unknown_group(h: H) -> None:
     """testLeaveGroupUnknownGroup: top-level NONE, per member UNKNOWN_MEMBER_ID."""
-    assert h.leave("m").value == LeaveGroupResult(Errors.NONE,
-                                                  [("m", None, Errors.UNKNOWN_MEMBER_ID)])
+    assert h.leave("m").value == LeaveGroupResult(Errors.NONE, [("m", None, Errors.UNKNOWN_MEMBER_ID)])
     assert h.c.group("g") is None
 
 
@@ -861,7 +914,10 @@ def test_leave_batch_has_per_member_errors(h: H) -> None:
     result = h.leave(follower, "ghost", follower).value
     assert result.error is Errors.NONE
     assert [e for _, _, e in result.member_responses] == [
-        Errors.NONE, Errors.UNKNOWN_MEMBER_ID, Errors.UNKNOWN_MEMBER_ID]
+        Errors.NONE,
+        Errors.UNKNOWN_MEMBER_ID,
+        Errors.UNKNOWN_MEMBER_ID,
+    ]
 
 
 def test_leave_during_preparing_rebalance_completes_the_join(h: H) -> None:
@@ -885,6 +941,7 @@ def test_leave_of_a_member_with_a_parked_join(h: H) -> None:
 # Unload / load
 # ==============================================================================================
 
+
 def test_unload_answers_parked_joins_not_coordinator(h: H) -> None:
     """onGroupUnloaded from PreparingRebalance."""
     box = h.join()
@@ -896,13 +953,13 @@ def test_unload_answers_parked_joins_not_coordinator(h: H) -> None:
     assert h.sync("m", 1).error is Errors.NOT_COORDINATOR
     assert h.heartbeat("m", 1).error is Errors.NOT_COORDINATOR
     assert h.leave("m").value == LeaveGroupResult(Errors.NOT_COORDINATOR, [])
-    h.tick(10 * REBALANCE)                     # old delayed operations fire harmlessly
+    h.tick(10 * REBALANCE)  # old delayed operations fire harmlessly
     h.assert_clean()
 
 
 def test_unload_answers_parked_syncs_not_coordinator(h: H) -> None:
     """onGroupUnloaded from CompletingRebalance."""
-    a = h.join(client="a")
+    h.join(client="a")
     b = h.join(client="b")
     h.tick(JOIN_WAIT)
     parked = h.sync(b.value.member_id, 1)
@@ -920,14 +977,19 @@ def test_load_restores_the_last_stored_generation(h: H) -> None:
     h.c.on_group_loaded("g")
     g = h.group()
     assert (g.state, g.generation_id, g.leader_id, g.protocol_type, g.protocol_name) == (
-        GroupState.Stable, 1, leader, "consumer", "range")
+        GroupState.Stable,
+        1,
+        leader,
+        "consumer",
+        "range",
+    )
     assert set(g.members) == {leader, follower}
     assert g.members[follower].assignment == f"a-{follower}"
     got = h.sync(follower, 1)
     assert (got.error, got.value.member_assignment) == (Errors.NONE, f"a-{follower}")
     h.tick(500)
     assert h.heartbeat(follower, 1).error is Errors.NONE
-    h.tick(499)                                 # the leader's session counts from the load
+    h.tick(499)  # the leader's session counts from the load
     assert leader in h.group().members
     h.tick(1)
     assert leader not in h.group().members and h.state() == "PreparingRebalance"
@@ -957,13 +1019,13 @@ def test_load_of_an_empty_stored_group(h: H) -> None:
 def test_old_timers_do_not_touch_the_reloaded_group(h: H) -> None:
     """Delayed operations hold the old GroupMetadata object (Dead) after the reload."""
     leader, follower = h.stable_group(2, session=1000)
-    h.join(leader)                              # PreparingRebalance, DelayedJoin pending
+    h.join(leader)  # PreparingRebalance, DelayedJoin pending
     h.c.on_group_unloaded("g")
     h.c.on_group_loaded("g")
     assert h.state() == "Stable"
     h.heartbeat(leader, 1)
     h.heartbeat(follower, 1)
-    h.tick(REBALANCE)                           # the old DelayedJoin fires
+    h.tick(REBALANCE)  # the old DelayedJoin fires
     assert h.state() == "Stable" and h.group().generation_id == 1
     h.assert_clean()
 
@@ -982,6 +1044,7 @@ def test_load_over_capacity_rebalances() -> None:
 # ==============================================================================================
 # Static membership
 # ==============================================================================================
+
 
 def test_static_member_join_as_first_member(h: H) -> None:
     """staticMemberJoinAsFirstMember."""
@@ -1042,7 +1105,7 @@ def test_static_members_are_kept_when_they_do_not_rejoin(h: H) -> None:
 def test_static_duplicate_fences_a_parked_join(h: H) -> None:
     """staticMemberFenceDuplicateRejoinedFollower."""
     leader, follower = h.stable_group(2, session=100000, instances=["L", "F"])
-    h.join(client="third", session=100000)               # rebalance
+    h.join(client="third", session=100000)  # rebalance
     old = h.join(follower, instance="F", session=100000)
     dup = h.join(instance="F", session=100000)
     assert old.error is Errors.FENCED_INSTANCE_ID and old.value.generation_id == -1
@@ -1075,6 +1138,7 @@ def test_leave_static_member_by_instance_id(h: H) -> None:
 # Observer and never-raise
 # ==============================================================================================
 
+
 def test_observer_sees_requests_responses_timers_and_transitions(h: H) -> None:
     box = h.join()
     h.tick(JOIN_WAIT)
@@ -1094,6 +1158,7 @@ def test_observer_sees_requests_responses_timers_and_transitions(h: H) -> None:
 def test_a_raising_callback_does_not_break_the_coordinator(h: H) -> None:
     def bad(_: Any) -> None:
         raise RuntimeError("client bug")
+
     h.c.handle_heartbeat("g", "m", None, 1, bad)
     assert h.c.callback_errors == 1
     h.stable_group(1)
@@ -1103,6 +1168,7 @@ def test_a_raising_callback_does_not_break_the_coordinator(h: H) -> None:
 def test_an_internal_error_answers_unknown_server_error(h: H, monkeypatch: Any) -> None:
     def boom(*_: Any) -> None:
         raise RuntimeError("injected")
+
     monkeypatch.setattr(h.c, "_accept_joining_member", boom)
     box = h.join()
     assert box.error is Errors.UNKNOWN_SERVER_ERROR
@@ -1111,8 +1177,7 @@ def test_an_internal_error_answers_unknown_server_error(h: H, monkeypatch: Any) 
 
 def test_join_result_shapes() -> None:
     r = JoinGroupResult.error_result("m", Errors.UNKNOWN_MEMBER_ID)
-    assert (r.members, r.generation_id, r.protocol_type, r.protocol_name, r.leader_id) == (
-        [], -1, None, None, "")
+    assert (r.members, r.generation_id, r.protocol_type, r.protocol_name, r.leader_id) == ([], -1, None, None, "")
     assert SyncGroupResult(Errors.NONE).member_assignment == ""
     assert Errors.NONE.value == 0 and Errors.MEMBER_ID_REQUIRED.code == 79
     assert Errors.for_code(12345) is Errors.UNKNOWN_SERVER_ERROR

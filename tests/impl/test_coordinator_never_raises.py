@@ -10,23 +10,29 @@ interleaved clock ticks, unload/load, and a store that may defer or fail its wri
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kgc.impl.clock import VirtualClock
-from kgc.impl.coordinator import (GroupConfig, GroupCoordinator, JoinGroupResult,
-                                  LeaveGroupResult, LeaveMemberIdentity, SyncGroupResult)
+from kgc.impl.coordinator import (
+    GroupConfig,
+    GroupCoordinator,
+    JoinGroupResult,
+    LeaveGroupResult,
+    LeaveMemberIdentity,
+    SyncGroupResult,
+)
 from kgc.impl.errors import Errors
 from kgc.impl.group import GroupState
 from kgc.impl.store import InMemoryGroupStore
 from kgc.impl.timer import SystemTimer
 
 GROUPS = ["g", "g", "g", "g", "h", ""]
-INSTANCES: list[Optional[str]] = [None, None, None, None, "i1", "i2"]
-STATIC_INSTANCES: list[Optional[str]] = ["i1", "i2", "i3", None]
-SESSIONS = [500, 500, 500, 2000, 100, 10, 5, 10**9]     # config accepts [10, 100000]
+INSTANCES: list[str | None] = [None, None, None, None, "i1", "i2"]
+STATIC_INSTANCES: list[str | None] = ["i1", "i2", "i3", None]
+SESSIONS = [500, 500, 500, 2000, 100, 10, 5, 10**9]  # config accepts [10, 100000]
 REBALANCES = [500, 500, 50, 3000, 0, -5]
 PTYPES = ["consumer"] * 6 + ["connect", ""]
 PROTOCOLS = [
@@ -42,20 +48,18 @@ PROTOCOLS = [
     [("range", ""), ("range", "dup")],
 ]
 TICKS = [0, 1, 10, 49, 50, 50, 100, 100, 200, 499, 500, 3000, 100000]
-STORE_FAILURES: list[Optional[Errors]] = [None] * 6 + [Errors.NOT_COORDINATOR,
-                                                      Errors.UNKNOWN_SERVER_ERROR]
+STORE_FAILURES: list[Errors | None] = [None] * 6 + [Errors.NOT_COORDINATOR, Errors.UNKNOWN_SERVER_ERROR]
 
 idx = st.integers(min_value=0, max_value=31)
 # who: 0-11 a current member of the group (0 its leader), 12-13 a pending member, 14 "",
 # 15 "bogus", 16+ any member id ever handed out (removed, fenced, other group ...)
 who = st.integers(min_value=0, max_value=23)
-gen = st.sampled_from([-2, -2, -2, -2, -2, -1, 0, 1, 2, 3])   # -2: the group's generation
+gen = st.sampled_from([-2, -2, -2, -2, -2, -1, 0, 1, 2, 3])  # -2: the group's generation
 op = st.one_of(
     st.tuples(st.just("join"), idx, who, idx, st.booleans(), idx, idx, idx, idx),
     st.tuples(st.just("join"), idx, st.just(14), idx, st.booleans(), idx, idx, idx, idx),
     st.tuples(st.just("sync"), idx, who, gen, st.booleans(), idx, idx, idx),
-    st.tuples(st.just("sync"), idx, st.just(0), gen, st.just(True), st.just(0),
-              st.just(0), idx),
+    st.tuples(st.just("sync"), idx, st.just(0), gen, st.just(True), st.just(0), st.just(0), idx),
     st.tuples(st.just("heartbeat"), idx, who, gen, idx),
     st.tuples(st.just("leave"), idx, st.lists(st.tuples(who, idx), min_size=0, max_size=3)),
     st.tuples(st.just("tick"), idx),
@@ -73,11 +77,11 @@ op = st.one_of(
     st.tuples(st.just("heartbeat_all"), idx),
 )
 scenario = st.tuples(
-    st.booleans(),                           # calm: only valid values, no store failures
-    st.booleans(),                           # mostly static members
-    st.sampled_from([False, False, True]),   # store defers its acknowledgements
-    st.sampled_from([None, 1, 2, 3]),        # group.max.size
-    st.sampled_from([0, 50]),                # initial rebalance delay
+    st.booleans(),  # calm: only valid values, no store failures
+    st.booleans(),  # mostly static members
+    st.sampled_from([False, False, True]),  # store defers its acknowledgements
+    st.sampled_from([None, 1, 2, 3]),  # group.max.size
+    st.sampled_from([0, 50]),  # initial rebalance delay
     st.lists(op, min_size=15, max_size=80),
 )
 
@@ -132,22 +136,22 @@ def check_group_invariants(coordinator: GroupCoordinator) -> None:
         assert g.pending_sync_members <= set(members)
         assert (g.leader_id is None) == (not members)
         assert g.leader_id is None or g.leader_id in members
-        assert g.static_members == {m.group_instance_id: mid for mid, m in members.items()
-                                    if m.group_instance_id is not None}
+        assert g.static_members == {
+            m.group_instance_id: mid for mid, m in members.items() if m.group_instance_id is not None
+        }
         assert all(m.member_id == mid for mid, m in members.items())
         if g.state is GroupState.Empty:
             assert not members
         if g.state in (GroupState.Stable, GroupState.CompletingRebalance):
             assert members and g.protocol_name is not None
             for m in members.values():
-                m.metadata(g.protocol_name)      # every member supports the chosen protocol
+                m.metadata(g.protocol_name)  # every member supports the chosen protocol
                 assert not m.is_awaiting_join or g.state is GroupState.Stable
         if g.state is not GroupState.CompletingRebalance:
             assert not any(m.is_awaiting_sync for m in members.values())
 
 
-def run(calm: bool, static: bool, defer: bool, max_size: Optional[int], delay: int,
-        ops: list[tuple]) -> None:
+def run(calm: bool, static: bool, defer: bool, max_size: int | None, delay: int, ops: list[tuple]) -> None:
     instances = STATIC_INSTANCES if static else INSTANCES
     groups = GROUPS[:5] if calm else GROUPS
     sessions = SESSIONS[:5] if calm else SESSIONS
@@ -159,10 +163,18 @@ def run(calm: bool, static: bool, defer: bool, max_size: Optional[int], delay: i
     timer = SystemTimer(clock)
     store = InMemoryGroupStore(defer=defer)
     coordinator = GroupCoordinator(
-        GroupConfig(min_session_timeout_ms=10, max_session_timeout_ms=100000,
-                    initial_rebalance_delay_ms=delay, max_group_size=max_size,
-                    new_member_join_timeout_ms=5000),
-        clock, timer, store, member_id_seed=1)
+        GroupConfig(
+            min_session_timeout_ms=10,
+            max_session_timeout_ms=100000,
+            initial_rebalance_delay_ms=delay,
+            max_group_size=max_size,
+            new_member_join_timeout_ms=5000,
+        ),
+        clock,
+        timer,
+        store,
+        member_id_seed=1,
+    )
     pool: list[str] = ["", "bogus"]
     callbacks: list[Tracked] = []
     unanswered_joins: list[Tracked] = []
@@ -212,28 +224,42 @@ def run(calm: bool, static: bool, defer: bool, max_size: Optional[int], delay: i
             protocols = pick(protocols_choice, pi)
             if grp is not None and member_id in grp.members:
                 if ii % 3 == 0:
-                    instance = grp.members[member_id].group_instance_id   # its own instance
+                    instance = grp.members[member_id].group_instance_id  # its own instance
                 if pi % 3 != 0:
-                    protocols = grp.members[member_id].protocols          # unchanged metadata
+                    protocols = grp.members[member_id].protocols  # unchanged metadata
             coordinator.handle_join_group(
-                group_id, member_id, instance, req, "c", "host",
-                pick(rebalances, ri), pick(sessions, si), pick(ptypes, pti), protocols, t)
+                group_id,
+                member_id,
+                instance,
+                req,
+                "c",
+                "host",
+                pick(rebalances, ri),
+                pick(sessions, si),
+                pick(ptypes, pti),
+                protocols,
+                t,
+            )
         elif kind == "sync":
             _, gi, mi, gen, full, pti, pni, ii = o
             group_id = pick(groups, gi)
             grp = coordinator.group(group_id)
             member_id = member(group_id, mi)
-            assignment = ({m: f"a-{m}" for m in grp.members} if full and grp is not None
-                          else {member_id: "x"})
+            assignment = {m: f"a-{m}" for m in grp.members} if full and grp is not None else {member_id: "x"}
             instance = pick(instances, ii)
             if grp is not None and member_id in grp.members and ii % 3 != 1:
                 instance = grp.members[member_id].group_instance_id
             t = track("sync", SyncGroupResult)
             coordinator.handle_sync_group(
-                group_id, generation(group_id, gen), member_id,
+                group_id,
+                generation(group_id, gen),
+                member_id,
                 pick([None, None, "consumer", "connect"], pti),
                 pick([None, None, "range", "roundrobin"], pni),
-                instance, assignment, t)
+                instance,
+                assignment,
+                t,
+            )
         elif kind == "heartbeat":
             _, gi, mi, gen, ii = o
             group_id = pick(groups, gi)
@@ -243,17 +269,14 @@ def run(calm: bool, static: bool, defer: bool, max_size: Optional[int], delay: i
             instance = pick(instances, ii)
             if grp is not None and member_id in grp.members and ii % 3 != 1:
                 instance = grp.members[member_id].group_instance_id
-            coordinator.handle_heartbeat(group_id, member_id, instance,
-                                         generation(group_id, gen), t)
+            coordinator.handle_heartbeat(group_id, member_id, instance, generation(group_id, gen), t)
         elif kind == "leave":
             _, gi, members = o
             group_id = pick(groups, gi)
             t = track("leave", LeaveGroupResult)
             coordinator.handle_leave_group(
-                group_id,
-                [LeaveMemberIdentity(member(group_id, mi), pick(instances, ii))
-                 for mi, ii in members],
-                t)
+                group_id, [LeaveMemberIdentity(member(group_id, mi), pick(instances, ii)) for mi, ii in members], t
+            )
         elif kind in ("sync_all", "heartbeat_all"):
             group_id = pick(groups, o[1])
             grp = coordinator.group(group_id)
@@ -267,9 +290,15 @@ def run(calm: bool, static: bool, defer: bool, max_size: Optional[int], delay: i
                     if kind == "sync_all":
                         t = track("sync", SyncGroupResult)
                         coordinator.handle_sync_group(
-                            group_id, grp.generation_id, m, "consumer", grp.protocol_name,
-                            instance, {x: f"a-{x}" for x in grp.members} if m == leader else {},
-                            t)
+                            group_id,
+                            grp.generation_id,
+                            m,
+                            "consumer",
+                            grp.protocol_name,
+                            instance,
+                            {x: f"a-{x}" for x in grp.members} if m == leader else {},
+                            t,
+                        )
                     else:
                         t = track("heartbeat", Errors)
                         coordinator.handle_heartbeat(group_id, m, instance, grp.generation_id, t)
@@ -301,8 +330,12 @@ def run(calm: bool, static: bool, defer: bool, max_size: Optional[int], delay: i
         assert len(t.calls) <= 1
 
 
-@settings(database=None, max_examples=2000, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    database=None,
+    max_examples=2000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(scenario)
 def test_coordinator_never_raises(case: tuple) -> None:
     run(*case)

@@ -70,7 +70,9 @@ def test_records_survive_reopening(tmp_path: Path) -> None:
         assert {g: again.load_group(g) for g in again.group_ids()} == expected_after(len(RECORDS))
 
 
-def test_truncation_at_every_offset_recovers_the_last_whole_record(tmp_path: Path, full_file: tuple[bytes, list[int]]) -> None:
+def test_truncation_at_every_offset_recovers_the_last_whole_record(
+    tmp_path: Path, full_file: tuple[bytes, list[int]]
+) -> None:
     data, ends = full_file
     for cut in range(len(data) + 1):
         path = tmp_path / f"cut{cut}.log"
@@ -78,7 +80,7 @@ def test_truncation_at_every_offset_recovers_the_last_whole_record(tmp_path: Pat
         whole = sum(1 for end in ends if end <= cut)
         assert recovered(path) == expected_after(whole), f"cut at {cut}"
         torn = cut not in (0, len(MAGIC), *ends)
-        with FileGroupStore(path) as store:   # the torn tail was cut off: reopening is clean
+        with FileGroupStore(path) as store:  # the torn tail was cut off: reopening is clean
             assert store.recovery.problem is None, f"cut at {cut}: tail still there after recovery"
             assert (path.stat().st_size == ends[whole - 1]) if whole else True
         if torn:
@@ -87,7 +89,9 @@ def test_truncation_at_every_offset_recovers_the_last_whole_record(tmp_path: Pat
                 assert store.recovery.problem is not None and store.recovery.discarded_bytes > 0
 
 
-def test_a_flipped_byte_anywhere_recovers_the_records_before_it(tmp_path: Path, full_file: tuple[bytes, list[int]]) -> None:
+def test_a_flipped_byte_anywhere_recovers_the_records_before_it(
+    tmp_path: Path, full_file: tuple[bytes, list[int]]
+) -> None:
     data, ends = full_file
     for offset in range(len(data)):
         damaged = bytearray(data)
@@ -96,7 +100,7 @@ def test_a_flipped_byte_anywhere_recovers_the_records_before_it(tmp_path: Path, 
         path.write_bytes(bytes(damaged))
         intact = sum(1 for end in ends if end <= offset) if offset >= len(MAGIC) else 0
         assert recovered(path) == expected_after(intact), f"flip at {offset}"
-        with FileGroupStore(path) as store:    # and appending after the recovery works
+        with FileGroupStore(path) as store:  # and appending after the recovery works
             store_all(store, [record("c", 9)])
         assert recovered(path) == {**expected_after(intact), "c": record("c", 9)}, f"append after flip at {offset}"
 
@@ -138,7 +142,9 @@ def test_a_failing_disk_answers_not_coordinator_and_keeps_what_was_acknowledged(
         acked = max(i for i, a in enumerate(answers) if a == "NONE")
         print(acked, answers[acked + 1])
     """)
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    ).stdout.split()
     acked, next_answer = int(out[0]), out[1]
     assert next_answer == "NOT_COORDINATOR"
     with FileGroupStore(path) as store:

@@ -35,8 +35,12 @@ class Incarnation:
     """One run of the child: its stdout lines, read on a thread until the pipe closes."""
 
     def __init__(self, store: Path, seed: int) -> None:
-        self.proc = subprocess.Popen([sys.executable, str(CHILD), str(store), str(seed)],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, str(CHILD), str(store), str(seed)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
         self.lines: list[dict[str, Any]] = []
         self.started = threading.Event()
         self.reader = threading.Thread(target=self._read, daemon=True)
@@ -47,7 +51,7 @@ class Incarnation:
         for raw in self.proc.stdout:
             try:
                 self.lines.append(json.loads(raw))
-            except json.JSONDecodeError:      # the kill cut a line: it was never complete
+            except json.JSONDecodeError:  # the kill cut a line: it was never complete
                 continue
             self.started.set()
 
@@ -63,15 +67,17 @@ class Incarnation:
             assert self.proc.stderr is not None
             err = self.proc.stderr.read().decode(errors="replace")
             self.proc.stderr.close()
-            assert self.proc.returncode == -signal.SIGKILL, f"child ended by itself ({self.proc.returncode}): {err[-2000:]}"
+            assert self.proc.returncode == -signal.SIGKILL, (
+                f"child ended by itself ({self.proc.returncode}): {err[-2000:]}"
+            )
 
 
 def test_acknowledged_assignments_survive_sigkill(tmp_path: Path) -> None:
     store = tmp_path / "groups.log"
     rng = random.Random(2026)
-    last_ack: dict[str, dict[str, Any]] = {}          # group -> last acknowledged record
+    last_ack: dict[str, dict[str, Any]] = {}  # group -> last acknowledged record
     appended_since_ack: dict[str, list[dict[str, Any]]] = {}
-    leader_of: dict[tuple[str, int], str] = {}        # (group, acked generation) -> leader
+    leader_of: dict[tuple[str, int], str] = {}  # (group, acked generation) -> leader
     acks = acks_after_recovery = torn = 0
     for kill in range(KILLS):
         child = Incarnation(store, seed=kill)
@@ -85,7 +91,8 @@ def test_acknowledged_assignments_survive_sigkill(tmp_path: Path) -> None:
             if got != ack:
                 assert got in appended_since_ack.get(group, []), (
                     f"kill {kill}: {group} recovered as generation {got['generation_id']}, neither the acknowledged "
-                    f"generation {ack['generation_id']} nor a later append")
+                    f"generation {ack['generation_id']} nor a later append"
+                )
                 assert got["generation_id"] >= ack["generation_id"]
         for group, got in recovered["groups"].items():
             # what the file holds now is the state later recoveries may legitimately return
@@ -99,23 +106,30 @@ def test_acknowledged_assignments_survive_sigkill(tmp_path: Path) -> None:
                 stored = ack["stored"]
                 assert stored is not None and stored["generation_id"] == generation
                 assert stored["leader_id"] == ack["leader"]
-                assert {m["member_id"]: m["assignment"] for m in stored["members"]} == \
-                    {m: ack["assignment"].get(m, "") for m in (x["member_id"] for x in stored["members"])}
+                assert {m["member_id"]: m["assignment"] for m in stored["members"]} == {
+                    m: ack["assignment"].get(m, "") for m in (x["member_id"] for x in stored["members"])
+                }
                 previous = last_ack.get(group)
                 if previous is not None and generation == previous["generation_id"]:
                     # the leader's SyncGroup again in Stable: answered from the stored generation
-                    assert stored == previous, f"kill {kill}: generation {generation} of {group} acknowledged twice, differently"
+                    assert stored == previous, (
+                        f"kill {kill}: generation {generation} of {group} acknowledged twice, differently"
+                    )
                     continue
                 assert previous is None or generation > previous["generation_id"], (
-                    f"kill {kill}: {group} acknowledged generation {generation} after {previous['generation_id']}")
+                    f"kill {kill}: {group} acknowledged generation {generation} after {previous['generation_id']}"
+                )
                 assert leader_of.setdefault((group, generation), ack["leader"]) == ack["leader"], (
-                    f"kill {kill}: generation {generation} of {group} acknowledged with two leaders")
+                    f"kill {kill}: generation {generation} of {group} acknowledged with two leaders"
+                )
                 last_ack[group] = stored
                 appended_since_ack[group] = []
                 acks += 1
                 acks_after_recovery += bool(recovered["groups"])
-    print(f"{KILLS} kills: {acks} acknowledged assignments checked, {acks_after_recovery} after a recovery, "
-          f"{torn} recoveries discarded a torn tail")
+    print(
+        f"{KILLS} kills: {acks} acknowledged assignments checked, {acks_after_recovery} after a recovery, "
+        f"{torn} recoveries discarded a torn tail"
+    )
     assert acks > KILLS // 4, "the load acknowledged too few assignments to test anything"
     assert acks_after_recovery > 0, "no group went on after a recovery"
 

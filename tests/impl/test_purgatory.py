@@ -11,8 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kgc.impl.clock import VirtualClock
-from kgc.impl.purgatory import (DelayedOperation, DelayedOperationPurgatory, GroupJoinKey,
-                                GroupSyncKey, MemberKey)
+from kgc.impl.purgatory import DelayedOperation, DelayedOperationPurgatory, GroupJoinKey, GroupSyncKey, MemberKey
 from kgc.impl.timer import SystemTimer
 
 
@@ -159,7 +158,7 @@ def test_force_complete_wins_once(env):
     assert op.force_complete() is True
     assert op.force_complete() is False
     assert timer.size() == 0
-    op.run()                                   # a late expiry must not fire callbacks again
+    op.run()  # a late expiry must not fire callbacks again
     assert (op.completions, op.expirations) == (1, 0)
 
 
@@ -177,7 +176,7 @@ def test_completed_by_check_in_the_same_advance_never_expires(env):
     x = MockOp(10, "x", log, on_expire=complete_y)
     purgatory.try_complete_else_watch(x, [MemberKey("g", "x")])
     purgatory.try_complete_else_watch(y, [MemberKey("g", "y")])
-    assert timer.advance_to(10) == 1          # y's timer entry was cancelled by force_complete
+    assert timer.advance_to(10) == 1  # y's timer entry was cancelled by force_complete
     assert log == [("complete", "x"), ("expire", "x"), ("complete", "y")]
     assert (y.completions, y.expirations) == (1, 0)
     assert purgatory.num_delayed() == 0
@@ -208,7 +207,7 @@ def test_operation_completing_between_the_two_checks_is_not_timed(env):
     assert purgatory.try_complete_else_watch(op, ["k"]) is True
     assert timer.size() == 0
     assert purgatory.num_delayed() == 0
-    assert purgatory.watched() == 1            # watched, completed; dropped on check/purge
+    assert purgatory.watched() == 1  # watched, completed; dropped on check/purge
     purgatory.check_and_complete("k")
     assert purgatory.watched() == 0
 
@@ -251,7 +250,7 @@ def test_watchers_are_purged_after_many_completions():
     for i, op in enumerate(ops):
         purgatory.try_complete_else_watch(op, [MemberKey("g", f"m{i}")])
     assert purgatory.watched() == 1_000 and purgatory.num_delayed() == 1_000
-    timer.advance_to(100)                     # all expire; the lists still hold them
+    timer.advance_to(100)  # all expire; the lists still hold them
     assert purgatory.num_delayed() == 0
     assert purgatory.watched() == 1_000
     fresh = MockOp(10_000)
@@ -268,7 +267,7 @@ def test_purge_waits_for_purge_interval():
         purgatory.try_complete_else_watch(MockOp(5), [i])
     timer.advance_to(5)
     purgatory.try_complete_else_watch(MockOp(5_000), ["x"])
-    assert purgatory.watched() == 51           # 50 completed is not more than 50
+    assert purgatory.watched() == 51  # 50 completed is not more than 50
     op = MockOp(5)
     purgatory.try_complete_else_watch(op, ["y"])
     op.force_complete()
@@ -291,7 +290,7 @@ def test_watched_stays_proportional_to_live_operations_under_churn():
             live.pop(rng.randrange(len(live))).force_complete()
         if step % 10 == 0:
             timer.advance_to(clock.now_ms() + 1)
-        if step % 37 == 0:                     # watched() is O(keys): sample it
+        if step % 37 == 0:  # watched() is O(keys): sample it
             pending = purgatory.num_delayed()
             assert pending == timer.size()
             peak_ratio = max(peak_ratio, purgatory.watched() / (2 * pending + 2 * 200 + 2))
@@ -325,14 +324,19 @@ def test_keys_are_value_objects():
 
 
 @settings(database=None, max_examples=200, deadline=None)
-@given(script=st.lists(st.one_of(
-    st.tuples(st.just("watch"), st.integers(0, 60), st.lists(st.integers(0, 4), min_size=1,
-                                                             max_size=3)),
-    st.tuples(st.just("check"), st.integers(0, 4), st.integers(0, 50)),
-    st.tuples(st.just("force"), st.integers(0, 50)),
-    st.tuples(st.just("cancel_key"), st.integers(0, 4)),
-    st.tuples(st.just("advance"), st.integers(0, 30)),
-), max_size=80), purge_interval=st.integers(0, 5))
+@given(
+    script=st.lists(
+        st.one_of(
+            st.tuples(st.just("watch"), st.integers(0, 60), st.lists(st.integers(0, 4), min_size=1, max_size=3)),
+            st.tuples(st.just("check"), st.integers(0, 4), st.integers(0, 50)),
+            st.tuples(st.just("force"), st.integers(0, 50)),
+            st.tuples(st.just("cancel_key"), st.integers(0, 4)),
+            st.tuples(st.just("advance"), st.integers(0, 30)),
+        ),
+        max_size=80,
+    ),
+    purge_interval=st.integers(0, 5),
+)
 def test_exactly_once_invariants(script, purge_interval):
     clock = VirtualClock(0)
     timer = SystemTimer(clock)

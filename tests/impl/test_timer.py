@@ -39,6 +39,7 @@ def world(start=0, tick_ms=1, wheel_size=20):
 
 # --------------------------------------------------------------------------- clocks
 
+
 def test_virtual_clock_never_goes_backwards():
     c = VirtualClock(5)
     c.set_ms(5)
@@ -56,6 +57,7 @@ def test_monotonic_clock_moves_forward():
 
 
 # --------------------------------------------------------------------------- order
+
 
 def test_deadline_order_and_clock_reads_deadline():
     clock, timer, log = world()
@@ -92,13 +94,13 @@ def test_task_added_by_running_task_counts_from_deadline_and_fires_in_same_advan
     clock, timer, log = world()
 
     def spawn():
-        timer.add(Rec(0, "zero", log, clock))       # deadline 10, after "b" (added later)
-        timer.add(Rec(5, "five", log, clock))       # deadline 15 <= 20: same advance
-        timer.add(Rec(11, "eleven", log, clock))    # deadline 21 > 20: not yet
+        timer.add(Rec(0, "zero", log, clock))  # deadline 10, after "b" (added later)
+        timer.add(Rec(5, "five", log, clock))  # deadline 15 <= 20: same advance
+        timer.add(Rec(11, "eleven", log, clock))  # deadline 21 > 20: not yet
 
     timer.add(Rec(10, "a", log, clock, spawn))
     timer.add(Rec(10, "b", log, clock))
-    timer.add(Rec(15, "c", log, clock))              # deadline 15, added before "five"
+    timer.add(Rec(15, "c", log, clock))  # deadline 15, added before "five"
     assert timer.advance_to(20) == 5
     assert log == [("a", 10), ("b", 10), ("zero", 10), ("c", 15), ("five", 15)]
     assert clock.now_ms() == 20
@@ -110,10 +112,10 @@ def test_task_added_by_running_task_counts_from_deadline_and_fires_in_same_advan
 def test_zero_delay_task_waits_for_the_next_advance():
     clock, timer, log = world(start=40)
     timer.add(Rec(0, "now", log, clock))
-    timer.add(Rec(-3, "negative", log, clock))       # already expired: due now, like Kafka
+    timer.add(Rec(-3, "negative", log, clock))  # already expired: due now, like Kafka
     assert log == []
     assert timer.next_deadline_ms() == 40
-    assert timer.advance_to(40) == 2                  # the contract's tick 0
+    assert timer.advance_to(40) == 2  # the contract's tick 0
     assert log == [("now", 40), ("negative", 40)]
 
 
@@ -161,6 +163,7 @@ def test_exception_in_task_leaves_timer_usable():
 
 # --------------------------------------------------------------------------- cancel
 
+
 def test_cancel_before_expiry():
     clock, timer, log = world()
     a = Rec(10, "a", log, clock)
@@ -168,7 +171,7 @@ def test_cancel_before_expiry():
     timer.add(a)
     timer.add(b)
     a.cancel()
-    a.cancel()                                       # idempotent
+    a.cancel()  # idempotent
     assert timer.size() == 1
     timer.advance_to(10)
     assert log == [("b", 10)]
@@ -212,7 +215,7 @@ def test_readd_moves_the_task_and_gives_it_a_new_add_order():
     a = Rec(10, "a", log, clock)
     timer.add(a)
     timer.add(Rec(10, "b", log, clock))
-    timer.add(a)                                     # same delay: now after b
+    timer.add(a)  # same delay: now after b
     assert timer.size() == 2
     timer.advance_to(10)
     assert log == [("b", 10), ("a", 10)]
@@ -220,8 +223,10 @@ def test_readd_moves_the_task_and_gives_it_a_new_add_order():
 
 # --------------------------------------------------------------------------- overflow wheels
 
-@pytest.mark.parametrize("delay", [19, 20, 399, 400, 401, 7_999, 8_000, HOUR, HOUR + 1,
-                                   DAY, 3 * DAY + 17, 400 * DAY + 3])
+
+@pytest.mark.parametrize(
+    "delay", [19, 20, 399, 400, 401, 7_999, 8_000, HOUR, HOUR + 1, DAY, 3 * DAY + 17, 400 * DAY + 3]
+)
 def test_long_timeouts_fire_at_the_exact_millisecond(delay):
     clock, timer, log = world(start=12_345)
     timer.add(Rec(delay, "t", log, clock))
@@ -239,9 +244,9 @@ def test_overflow_wheels_are_created_on_demand():
     assert len(timer._ticks) == 1
     timer.add(Rec(19, "a", log, clock))
     assert len(timer._ticks) == 1
-    timer.add(Rec(HOUR, "h", log, clock))             # interval 20**(k+1) > 3.6e6 needs k = 5
+    timer.add(Rec(HOUR, "h", log, clock))  # interval 20**(k+1) > 3.6e6 needs k = 5
     assert timer._ticks == [1, 20, 400, 8_000, 160_000, 3_200_000]
-    timer.add(Rec(3 * DAY, "d", log, clock))          # 2.592e8 needs k = 6 (20**7 = 1.28e9)
+    timer.add(Rec(3 * DAY, "d", log, clock))  # 2.592e8 needs k = 6 (20**7 = 1.28e9)
     assert len(timer._ticks) == 7
     timer.advance_to(4 * DAY)
     assert log == [("a", 19), ("h", HOUR), ("d", 3 * DAY)]
@@ -273,8 +278,8 @@ def test_cascade_into_a_later_lowest_wheel_bucket_keeps_add_order():
 def test_next_deadline_looks_past_an_earlier_overflow_bucket():
     clock, timer, log = world()
     timer.advance_to(10)
-    timer.add(Rec(29, "in-level-1", log, clock))      # 39: level 1 bucket [20, 40)
-    timer.add(Rec(15, "in-level-0", log, clock))      # 25: level 0
+    timer.add(Rec(29, "in-level-1", log, clock))  # 39: level 1 bucket [20, 40)
+    timer.add(Rec(15, "in-level-0", log, clock))  # 25: level 0
     assert timer.next_deadline_ms() == 25
     assert timer.fire_next()
     assert log == [("in-level-0", 25)]
@@ -285,20 +290,21 @@ def test_coarse_tick_is_still_exact():
     clock, timer, log = world(tick_ms=10, wheel_size=4)
 
     def spawn():
-        timer.add(Rec(1, "child", log, clock))        # 4 < 7: runs before "b"
+        timer.add(Rec(1, "child", log, clock))  # 4 < 7: runs before "b"
 
     timer.add(Rec(3, "a", log, clock, spawn))
     timer.add(Rec(7, "b", log, clock))
     timer.add(Rec(5, "mid", log, clock))
-    assert timer.advance_to(4) == 2                   # b (7) and mid (5) share a's tick
+    assert timer.advance_to(4) == 2  # b (7) and mid (5) share a's tick
     assert log == [("a", 3), ("child", 4)]
     assert clock.now_ms() == 4
-    timer.add(Rec(1, "new", log, clock))              # 5, added after mid
+    timer.add(Rec(1, "new", log, clock))  # 5, added after mid
     assert timer.advance_to(1_000) == 3
     assert log[2:] == [("mid", 5), ("new", 5), ("b", 7)]
 
 
 # --------------------------------------------------------------------------- fire_next / poll
+
 
 def test_fire_next_runs_exactly_one_task():
     clock, timer, log = world()
@@ -356,13 +362,14 @@ def test_poll_on_a_real_clock():
 
 # --------------------------------------------------------------------------- against a reference
 
+
 class RefTimer:
     """The Time rules written directly: repeatedly run the minimum (deadline, seq)."""
 
     def __init__(self, start):
         self.now = start
         self.seq = 0
-        self.pending = {}            # key -> (deadline, seq)
+        self.pending = {}  # key -> (deadline, seq)
 
     def add(self, key, delay):
         self.pending[key] = (self.now + max(delay, 0), self.seq)
@@ -398,9 +405,9 @@ class Program:
         self.timer = SystemTimer(self.clock, tick, wheel)
         self.ref = RefTimer(start)
         self.steps = steps
-        self.specs = {}        # key -> (delay, children delays, cancel index or None)
-        self.tasks = {}        # key -> SystemTimer task
-        self.keys = []         # creation order
+        self.specs = {}  # key -> (delay, children delays, cancel index or None)
+        self.tasks = {}  # key -> SystemTimer task
+        self.keys = []  # creation order
         self.log = []
         self.ref_log = []
 
@@ -500,29 +507,34 @@ class Program:
 
 
 delays = st.one_of(st.integers(-3, 40), st.integers(0, 3_000), st.integers(0, 10**8))
-steps = st.lists(st.one_of(
-    st.tuples(st.just("add"), delays, st.lists(delays, max_size=3),
-              st.one_of(st.none(), st.integers(0, 1_000))),
-    # absolute deadlines from a small pool: the same ms reached by direct adds and cascades
-    st.tuples(st.just("add_at"), st.sampled_from([50, 97, 400, 405, 1_000, 1_005, 8_000,
-                                                   8_003, 160_017]),
-              st.lists(delays, max_size=2)),
-    st.tuples(st.just("advance_at"), st.sampled_from([40, 90, 390, 398, 990, 995, 7_990,
-                                                       8_001, 160_000])),
-    st.tuples(st.just("cancel"), st.integers(0, 1_000)),
-    st.tuples(st.just("readd"), st.integers(0, 1_000)),
-    st.tuples(st.just("advance"), st.one_of(st.integers(0, 40), st.integers(0, 5_000),
-                                            st.integers(0, 200_000),
-                                            st.integers(0, 10**8))),
-    st.tuples(st.just("fire")),
-), max_size=150)
+steps = st.lists(
+    st.one_of(
+        st.tuples(st.just("add"), delays, st.lists(delays, max_size=3), st.one_of(st.none(), st.integers(0, 1_000))),
+        # absolute deadlines from a small pool: the same ms reached by direct adds and cascades
+        st.tuples(
+            st.just("add_at"),
+            st.sampled_from([50, 97, 400, 405, 1_000, 1_005, 8_000, 8_003, 160_017]),
+            st.lists(delays, max_size=2),
+        ),
+        st.tuples(st.just("advance_at"), st.sampled_from([40, 90, 390, 398, 990, 995, 7_990, 8_001, 160_000])),
+        st.tuples(st.just("cancel"), st.integers(0, 1_000)),
+        st.tuples(st.just("readd"), st.integers(0, 1_000)),
+        st.tuples(
+            st.just("advance"),
+            st.one_of(st.integers(0, 40), st.integers(0, 5_000), st.integers(0, 200_000), st.integers(0, 10**8)),
+        ),
+        st.tuples(st.just("fire")),
+    ),
+    max_size=150,
+)
 
 
-@settings(database=None, max_examples=400, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow])
-@given(start=st.one_of(st.just(0), st.integers(0, 10**9)),
-       shape=st.sampled_from([(1, 20), (1, 2), (1, 3), (3, 4), (10, 20), (7, 5), (1, 64)]),
-       steps=steps)
+@settings(database=None, max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    start=st.one_of(st.just(0), st.integers(0, 10**9)),
+    shape=st.sampled_from([(1, 20), (1, 2), (1, 3), (3, 4), (10, 20), (7, 5), (1, 64)]),
+    steps=steps,
+)
 def test_random_schedules_match_the_reference(start, shape, steps):
     Program(start, shape[0], shape[1], steps).run()
 
@@ -561,8 +573,14 @@ def random_steps(rng, n):
     for _ in range(n):
         r = rng.random()
         if r < 0.3:
-            out.append(("add", delay(), [delay() for _ in range(rng.randint(0, 3))],
-                        rng.choice([None, None, rng.randint(0, 1_000)])))
+            out.append(
+                (
+                    "add",
+                    delay(),
+                    [delay() for _ in range(rng.randint(0, 3))],
+                    rng.choice([None, None, rng.randint(0, 1_000)]),
+                )
+            )
         elif r < 0.5:
             out.append(("add_at", rng.choice(POOL_AT), [delay() for _ in range(rng.randint(0, 2))]))
         elif r < 0.6:
@@ -570,8 +588,14 @@ def random_steps(rng, n):
         elif r < 0.65:
             out.append(("readd", rng.randint(0, 1_000)))
         elif r < 0.75:
-            out.append(("advance", rng.choice([rng.randint(0, 40), rng.randint(0, 5_000),
-                                               rng.randint(0, 200_000), rng.randint(0, 10**8)])))
+            out.append(
+                (
+                    "advance",
+                    rng.choice(
+                        [rng.randint(0, 40), rng.randint(0, 5_000), rng.randint(0, 200_000), rng.randint(0, 10**8)]
+                    ),
+                )
+            )
         elif r < 0.9:
             out.append(("advance_at", rng.choice(POOL_ADVANCE_AT)))
         else:

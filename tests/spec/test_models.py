@@ -105,9 +105,24 @@ def run_tlc(model: str, workdir: Path) -> Run:
     tmp.mkdir()
     java = shutil.which("java")
     assert java, "java is not on PATH"
-    cmd = [java, "-XX:+UseParallelGC", "-XX:-UsePerfData", "-Xmx3g", f"-Djava.io.tmpdir={tmp}",
-           "-cp", str(tlc_jar()), "tlc2.TLC", "-tool", "-workers", "2",
-           "-metadir", str(workdir / "meta"), "-config", f"{model}.cfg", f"{root}.tla"]
+    cmd = [
+        java,
+        "-XX:+UseParallelGC",
+        "-XX:-UsePerfData",
+        "-Xmx3g",
+        f"-Djava.io.tmpdir={tmp}",
+        "-cp",
+        str(tlc_jar()),
+        "tlc2.TLC",
+        "-tool",
+        "-workers",
+        "2",
+        "-metadir",
+        str(workdir / "meta"),
+        "-config",
+        f"{model}.cfg",
+        f"{root}.tla",
+    ]
     proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=TIMEOUT_S)
     out = proc.stdout + proc.stderr
     return Run(proc.returncode, out, [(int(c), body) for c, body in _MSG.findall(out)])
@@ -157,7 +172,7 @@ def loop_states(run: Run) -> list[dict[str, str]]:
         # TLC 2.15 prints "N: Back to state: <Action ...>" (2122), N the state the loop returns to.
         m = re.search(r"^\s*(\d+): Back to state", back[0]) or re.search(r"Back to state (\d+)", back[0])
         assert m, back[0]
-        return states[int(m.group(1)) - 1:]
+        return states[int(m.group(1)) - 1 :]
     assert run.texts(MSG_STUTTER), "a liveness counterexample ends in a loop or in stuttering"
     return states[-1:]
 
@@ -171,8 +186,9 @@ LOOP_CHECKS = {
     "RebalanceCompletes": lambda loop: all(s["gstate"] == '"PreparingRebalance"' for s in loop),
     "SyncCompletes": lambda loop: all(s["gstate"] == '"CompletingRebalance"' for s in loop),
     # Some member id is never removed although nothing more is sent with it.
-    "SilentMemberRemoved": lambda loop: bool(set.intersection(
-        *(members_of(s["members"]) | members_of(s["pending"]) for s in loop))),
+    "SilentMemberRemoved": lambda loop: bool(
+        set.intersection(*(members_of(s["members"]) | members_of(s["pending"]) for s in loop))
+    ),
     "EventuallyStable": lambda loop: any(s["gstate"] != '"Stable"' for s in loop),
 }
 
@@ -226,8 +242,7 @@ def test_bug_model_violates_its_property(model: str, tmp_path: Path) -> None:
         assert any(f"Invariant {expect.prop} is violated" in t for t in run.texts(MSG_INVARIANT)), tail
     elif expect.kind == "action":
         assert run.exit_code == EXIT_LIVENESS_OR_ACTION, tail
-        assert any(f"Action property {expect.prop} is violated" in t
-                   for t in run.texts(MSG_ACTION_PROPERTY)), tail
+        assert any(f"Action property {expect.prop} is violated" in t for t in run.texts(MSG_ACTION_PROPERTY)), tail
     else:
         assert run.exit_code == EXIT_LIVENESS_OR_ACTION, tail
         assert run.texts(MSG_TEMPORAL), tail

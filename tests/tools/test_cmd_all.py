@@ -15,16 +15,24 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _all(*args: str, out: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(KGC), "all", *args, "--out", str(out)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=900, env=env if env is not None else os.environ.copy())
+    return subprocess.run(
+        [str(KGC), "all", *args, "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env if env is not None else os.environ.copy(),
+    )
 
 
 def test_conform_and_validate_stages_close_the_loop(tmp_path: Path) -> None:
-    run = _all("--model", "faults", "--traces", "12", "--seed", "5", "--only", "conform,validate",
-               out=tmp_path / "run")
+    run = _all("--model", "faults", "--traces", "12", "--seed", "5", "--only", "conform,validate", out=tmp_path / "run")
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     assert json.loads(run.stdout.strip().splitlines()[-1]) == {
-        "ok": True, "stages": {"conform": 0, "validate": 0}, "report": str(tmp_path / "run" / "report.html")}
+        "ok": True,
+        "stages": {"conform": 0, "validate": 0},
+        "report": str(tmp_path / "run" / "report.html"),
+    }
     stages = {s["name"]: s for s in json.loads((tmp_path / "run" / "summary.json").read_text())}
     assert stages["conform"]["summary"]["conform"] == 12
     recorded = sorted((tmp_path / "run" / "conform-recorded").glob("*.json"))

@@ -47,18 +47,23 @@ def full_disk(tmp_path: Path) -> Iterator[Path]:
 
 
 def kgc(*argv: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(KGC), *argv], cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                          env=os.environ.copy())
+    return subprocess.run(
+        [str(KGC), *argv], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=os.environ.copy()
+    )
 
 
-@pytest.mark.parametrize("argv", [
-    ["check", "--model", "smoke"],
-    ["simulate", "--model", "smoke"],
-    ["all", "--only", "prove"],
-    ["fuzz", "--bug", "generation_not_bumped", "--examples", "50"],
-    ["bench", "purgatory", "--quick"],
-    ["validate", "--random", "2", "--out", "recorded"],
-], ids=lambda a: a[0])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["check", "--model", "smoke"],
+        ["simulate", "--model", "smoke"],
+        ["all", "--only", "prove"],
+        ["fuzz", "--bug", "generation_not_bumped", "--examples", "50"],
+        ["bench", "purgatory", "--quick"],
+        ["validate", "--random", "2", "--out", "recorded"],
+    ],
+    ids=lambda a: a[0],
+)
 def test_read_only_working_folder(read_only: Path, argv: list[str]) -> None:
     done = kgc(*argv, cwd=read_only)
     text = done.stdout + done.stderr
@@ -69,15 +74,30 @@ def test_read_only_working_folder(read_only: Path, argv: list[str]) -> None:
 
 def test_conform_record_on_a_read_only_folder(read_only: Path, tmp_path: Path) -> None:
     traces = tmp_path / "t"
-    assert kgc("simulate", "--model", "smoke", "--traces", "1", "--depth", "5", "--out", str(traces), cwd=tmp_path).returncode == 0
+    assert (
+        kgc(
+            "simulate", "--model", "smoke", "--traces", "1", "--depth", "5", "--out", str(traces), cwd=tmp_path
+        ).returncode
+        == 0
+    )
     done = kgc("conform", str(traces), "--record", str(read_only / "rec"), cwd=tmp_path)
     assert "Traceback" not in done.stderr and done.returncode == 1
     assert "--record" in done.stderr
 
 
 def test_simulate_on_a_full_disk_says_so(full_disk: Path) -> None:
-    done = kgc("simulate", "--model", "smoke", "--traces", "2000", "--depth", "40", "--out", str(full_disk / "t"),
-               cwd=full_disk.parent)
+    done = kgc(
+        "simulate",
+        "--model",
+        "smoke",
+        "--traces",
+        "2000",
+        "--depth",
+        "40",
+        "--out",
+        str(full_disk / "t"),
+        cwd=full_disk.parent,
+    )
     text = done.stdout + done.stderr
     assert "Traceback" not in text, text[-3000:]
     assert done.returncode != 0
@@ -97,7 +117,7 @@ def test_a_fuzz_finding_that_cannot_be_saved_is_printed(tmp_path: Path, full_dis
     save = full_disk / "save"
     save.mkdir()
     filler = full_disk / "filler"
-    with open(filler, "wb", buffering=0) as f:      # fill the disk up to the last block
+    with open(filler, "wb", buffering=0) as f:  # fill the disk up to the last block
         try:
             while True:
                 f.write(b"\0" * 4096)

@@ -39,21 +39,33 @@ def processes_mentioning(text: str) -> list[int]:
 def commands(folder: Path) -> dict[str, list[str]]:
     return {
         "check": ["check", "--model", "smoke", "--workers", "1", "--out", str(folder / "check")],
-        "simulate": ["simulate", "--model", "smoke", "--traces", "400", "--depth", "40", "--seed", "3",
-                     "--out", str(folder / "traces")],
+        "simulate": [
+            "simulate",
+            "--model",
+            "smoke",
+            "--traces",
+            "400",
+            "--depth",
+            "40",
+            "--seed",
+            "3",
+            "--out",
+            str(folder / "traces"),
+        ],
         "validate": ["validate", "--random", "300", "--seed", "3", "--out", str(folder / "recorded")],
         "all": ["all", "--model", "smoke", "--traces", "50", "--out", str(folder / "all")],
     }
 
 
 def interrupt_at(argv: list[str], folder: Path, delay: float, sig: signal.Signals) -> tuple[int, str, str]:
-    proc = subprocess.Popen([str(KGC), *argv], cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [str(KGC), *argv], cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     try:
         try:
             out, err = proc.communicate(timeout=delay)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, sig)           # the terminal's foreground group: kgc itself
+            os.killpg(proc.pid, sig)  # the terminal's foreground group: kgc itself
             out, err = proc.communicate(timeout=90)
         return proc.returncode, out, err
     finally:
@@ -89,8 +101,14 @@ def test_validate_interrupted_while_tlc_runs_on_worker_threads(tmp_path: Path) -
     only, so the batches' TLC must be stopped from there (and the scratch folder removed),
     not waited for."""
     before = set(processes_mentioning("TraceCheck"))
-    proc = subprocess.Popen([str(KGC), "validate", "--random", "600", "--seed", "7", "--jobs", "2"], cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [str(KGC), "validate", "--random", "600", "--seed", "7", "--jobs", "2"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 120
         tlc: set[int] = set()
@@ -98,8 +116,9 @@ def test_validate_interrupted_while_tlc_runs_on_worker_threads(tmp_path: Path) -
             time.sleep(0.1)
             tlc = set(processes_mentioning("TraceCheck")) - before
         assert tlc, "validate never started TLC"
-        scratch = [a for pid in tlc for a in (Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"))
-                   if b"kgc-validate-" in a]
+        scratch = [
+            a for pid in tlc for a in (Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")) if b"kgc-validate-" in a
+        ]
         os.killpg(proc.pid, signal.SIGINT)
         started = time.monotonic()
         _out, err = proc.communicate(timeout=60)

@@ -7,13 +7,12 @@ from pathlib import Path
 
 import itf_py
 from hypothesis import assume, given, settings
-
-from kgc.spec.itf import read_itf, trace_to_itf, value_from_itf, value_to_itf, write_itf
-from kgc.spec.values import ModelValue, Record, TlaFunction
-from kgc.spec.tlc_output import parse_tool_output
-
 from test_tla_values import tla_values
 from toolsupport import recorded
+
+from kgc.spec.itf import read_itf, trace_to_itf, value_from_itf, value_to_itf, write_itf
+from kgc.spec.tlc_output import parse_tool_output
+from kgc.spec.values import ModelValue, Record, TlaFunction
 
 
 def written(tmp_path: Path, name: str) -> tuple[Path, object]:

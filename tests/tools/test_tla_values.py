@@ -7,13 +7,18 @@ import keyword
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from kgc.spec.values import (
-    ModelValue, Record, TlaFunction, ValueParseError, format_value, parse_state, parse_value,
-)
-from kgc.spec.tlc_output import parse_tool_output
-
 from toolsupport import recorded
+
+from kgc.spec.tlc_output import parse_tool_output
+from kgc.spec.values import (
+    ModelValue,
+    Record,
+    TlaFunction,
+    ValueParseError,
+    format_value,
+    parse_state,
+    parse_value,
+)
 
 M1, M2, NO = ModelValue("m1"), ModelValue("m2"), ModelValue("NoMember")
 
@@ -31,13 +36,13 @@ M1, M2, NO = ModelValue("m1"), ModelValue("m2"), ModelValue("NoMember")
         ("<< >>", ()),  # the empty function, as TLC prints it
         ("1..3", frozenset({1, 2, 3})),
         ("<<{m1}, [a |-> <<m1>>], {<<m1, 1>>}>>", (frozenset({M1}), Record({"a": (M1,)}), frozenset({(M1, 1)}))),
-        ("[member |-> m1, name |-> \"Join\"]", Record({"name": "Join", "member": M1})),
+        ('[member |-> m1, name |-> "Join"]', Record({"name": "Join", "member": M1})),
         ("(m1 :> 1 @@ m2 :> 0)", TlaFunction({M1: 1, M2: 0})),
         ("(2 :> 4 @@ 3 :> 9)", TlaFunction({2: 4, 3: 9})),
         ('("a-b" :> "a-b" @@ "x" :> "x")', TlaFunction({"a-b": "a-b", "x": "x"})),
         ("(<<3>> :> <<3>> @@ <<1, 2>> :> <<1, 2>>)", TlaFunction({(3,): (3,), (1, 2): (1, 2)})),
         ("[m \\in {m1, m2} |-> {m}]", TlaFunction({M1: frozenset({M1}), M2: frozenset({M2})})),
-        ("(1 :> \"a\" @@ 2 :> \"b\")", ("a", "b")),  # a function on 1..n is a sequence
+        ('(1 :> "a" @@ 2 :> "b")', ("a", "b")),  # a function on 1..n is a sequence
         ('("x" :> 1)', Record({"x": 1})),  # identifier keys: a record, as TLC would print it
     ],
 )
@@ -52,8 +57,8 @@ def test_model_value_is_not_the_string() -> None:
 
 def test_record_equality_ignores_field_order_like_tlc() -> None:
     # TLC printed [name |-> "Init"] then [member |-> m1, name |-> "Join"]: order is TLC's own.
-    assert parse_value('[a |-> 1, b |-> 2]') == parse_value('[b |-> 2, a |-> 1]')
-    assert hash(parse_value('[a |-> 1, b |-> 2]')) == hash(parse_value('[b |-> 2, a |-> 1]'))
+    assert parse_value("[a |-> 1, b |-> 2]") == parse_value("[b |-> 2, a |-> 1]")
+    assert hash(parse_value("[a |-> 1, b |-> 2]")) == hash(parse_value("[b |-> 2, a |-> 1]"))
 
 
 @pytest.mark.parametrize("bad", ["", "{1, 2", "[a |-> ]", "<<1 2>>", "1..x", "(1 :> 2", "@@", "[S -> T]"])
@@ -68,7 +73,12 @@ def test_state_with_multiline_values_from_real_output() -> None:
     state = result.trace.states[0].values
     assert len(state["members"]) == 12  # printed over 48 indented lines
     assert state["members"][11] == Record(
-        {"memberId": 12, "groupInstanceId": "consumer-instance", "rebalanceTimeoutMs": 12000, "protocols": ("range", "roundrobin")}
+        {
+            "memberId": 12,
+            "groupInstanceId": "consumer-instance",
+            "rebalanceTimeoutMs": 12000,
+            "protocols": ("range", "roundrobin"),
+        }
     )
     assert state["interval"] == frozenset({1, 2, 3})
     assert state["fnset"] == frozenset(TlaFunction({M1: a, M2: b}) for a in (0, 1) for b in (0, 1))
@@ -95,8 +105,14 @@ def test_every_recorded_value_survives_format_and_parse(name: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["(2 :> 4 @@ 3 :> 9)", '[generation |-> 0, state |-> "Empty", leader |-> NoMember]',
-     "<<{1, 2}, [a |-> <<>>], {}>>", '"a \\"quoted\\" \\\\ string"', "{<<m2, 2>>}", "-12"],
+    [
+        "(2 :> 4 @@ 3 :> 9)",
+        '[generation |-> 0, state |-> "Empty", leader |-> NoMember]',
+        "<<{1, 2}, [a |-> <<>>], {}>>",
+        '"a \\"quoted\\" \\\\ string"',
+        "{<<m2, 2>>}",
+        "-12",
+    ],
 )
 def test_format_reproduces_tlc_text(text: str) -> None:
     assert format_value(parse_value(text)) == text
@@ -123,7 +139,9 @@ def _compound(children: st.SearchStrategy[object]) -> st.SearchStrategy[object]:
         st.frozensets(children, max_size=4),
         st.lists(children, max_size=4).map(tuple),
         st.dictionaries(_names, children, min_size=1, max_size=4).map(Record),
-        st.dictionaries(keys, children, min_size=1, max_size=4).map(lambda d: parse_value(format_value(TlaFunction(d)))),
+        st.dictionaries(keys, children, min_size=1, max_size=4).map(
+            lambda d: parse_value(format_value(TlaFunction(d)))
+        ),
     )
 
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from toolsupport import OUTPUT, SPEC, recorded
 
-from kgc.spec.values import ModelValue, Record
 from kgc.spec.tlc_messages import Message, ToolOutputParser
 from kgc.spec.tlc_output import ResultBuilder, config_properties, parse_tool_output
 from kgc.spec.tlc_result import Outcome
-
-from toolsupport import OUTPUT, SPEC, recorded
+from kgc.spec.values import ModelValue, Record
 
 EXIT_CODES = json.loads((OUTPUT / "exit_codes.json").read_text())
 SOURCES = {p.stem: f"spec/{p.relative_to(SPEC)}" for p in SPEC.rglob("*.tla")}
@@ -161,7 +160,7 @@ def test_parser_splits_markers_in_the_middle_of_a_line() -> None:
         "inner\n",
         "@!@!@ENDMSG 2132 @!@!@\n",
         "@!@!@ENDMSG 1000 @!@!@\n",
-        "Exception in thread \"main\": @!@!@STARTMSG 2162:0 @!@!@\n",
+        'Exception in thread "main": @!@!@STARTMSG 2162:0 @!@!@\n',
         "never closed\n",
     ]:
         events += parser.feed(line)

@@ -7,15 +7,20 @@ import time
 from pathlib import Path
 
 import pytest
+from toolsupport import SPEC, processes_mentioning, recorded
 
 from kgc.spec.catalog import ModelNotFoundError, resolve_model
 from kgc.spec.tlc import (
-    JarMissingError, JavaMissingError, TlcJob, locate_jar, locate_java, make_run_dir, run_tlc,
+    JarMissingError,
+    JavaMissingError,
+    TlcJob,
+    locate_jar,
+    locate_java,
+    make_run_dir,
+    run_tlc,
 )
 from kgc.spec.tlc_output import parse_tool_output
 from kgc.spec.tlc_result import Outcome
-
-from toolsupport import SPEC, processes_mentioning, recorded
 
 
 def job_for(model: str, **options: object) -> TlcJob:
@@ -34,7 +39,12 @@ def test_passing_model_and_the_run_folder(tmp_path: Path) -> None:
     assert ("exploring", None) in updates and updates[-1] == ("finished", 24)
     # Everything TLC read or wrote is inside the run folder; scratch is gone.
     assert sorted(p.name for p in tmp_path.iterdir()) == ["spec", "tlc.cmd", "tlc.out"]
-    assert sorted(p.name for p in (tmp_path / "spec").iterdir()) == ["Broken.tla", "GroupCoordinator.tla", "MCOk.tla", "Ok.cfg"]
+    assert sorted(p.name for p in (tmp_path / "spec").iterdir()) == [
+        "Broken.tla",
+        "GroupCoordinator.tla",
+        "MCOk.tla",
+        "Ok.cfg",
+    ]
     assert "-metadir " + str(tmp_path / "states") in (tmp_path / "tlc.cmd").read_text()
     assert "@!@!@ENDMSG 2193 @!@!@" in (tmp_path / "tlc.out").read_text()
 
@@ -43,7 +53,9 @@ def test_passing_model_and_the_run_folder(tmp_path: Path) -> None:
 def test_live_counterexample_matches_the_recording(tmp_path: Path) -> None:
     live = run_tlc(job_for("Values"), tmp_path)
     assert live.outcome is Outcome.INVARIANT_VIOLATED and live.violated == "FewMembers"
-    assert [s.values for s in live.trace.states] == [s.values for s in parse_tool_output(recorded("Values")).trace.states]
+    assert [s.values for s in live.trace.states] == [
+        s.values for s in parse_tool_output(recorded("Values")).trace.states
+    ]
 
 
 def test_model_without_mc_module_runs_against_group_coordinator(tmp_path: Path) -> None:

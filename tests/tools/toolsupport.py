@@ -19,11 +19,17 @@ def recorded(name: str) -> list[str]:
     return (OUTPUT / f"{name}.out").read_text(encoding="utf-8").splitlines(keepends=True)
 
 
-def run_kgc(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run_kgc(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     """The installed `kgc` console script as a real subprocess."""
     return subprocess.run(
-        [str(KGC), *args], cwd=cwd, env=env if env is not None else os.environ.copy(),
-        capture_output=True, text=True, timeout=timeout,
+        [str(KGC), *args],
+        cwd=cwd,
+        env=env if env is not None else os.environ.copy(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 

@@ -15,7 +15,12 @@ from pathlib import Path
 from kgc.tools.bench.result import BenchCheckFailed, BenchOptions, BenchResult, BenchUnavailable
 
 __all__ = [
-    "BENCHMARKS", "PLOTTERS", "BenchCheckFailed", "BenchOptions", "BenchResult", "BenchUnavailable",
+    "BENCHMARKS",
+    "PLOTTERS",
+    "BenchCheckFailed",
+    "BenchOptions",
+    "BenchResult",
+    "BenchUnavailable",
 ]
 
 

@@ -93,8 +93,9 @@ class WheelPurgatory:
 
         self.expired = expired
         self._satisfied = satisfied
-        self._operation = type("BenchOperation", (_wheel_operation(),),
-                               {"__slots__": (), "satisfied": satisfied, "expired": expired})
+        self._operation = type(
+            "BenchOperation", (_wheel_operation(),), {"__slots__": (), "satisfied": satisfied, "expired": expired}
+        )
         self._clock = VirtualClock()
         self._timer = SystemTimer(self._clock)
         self._purgatory = DelayedOperationPurgatory("bench", self._timer)
@@ -168,8 +169,10 @@ class HeapPurgatory:
         self._now = now_ms
         scheduled = self._scheduled
         count = len(scheduled)
-        if (count > _MIN_SCHEDULED_TIMER_HANDLES
-                and self._cancelled_count / count > _MIN_CANCELLED_TIMER_HANDLES_FRACTION):
+        if (
+            count > _MIN_SCHEDULED_TIMER_HANDLES
+            and self._cancelled_count / count > _MIN_CANCELLED_TIMER_HANDLES_FRACTION
+        ):
             kept = []
             for entry in scheduled:
                 if entry[2].cancelled:
@@ -224,8 +227,7 @@ class SchedPurgatory:
         self.expired[op_id] = 1
 
     def arrive(self, op_id: int, timeout_ms: int) -> None:
-        self._events[op_id] = self._scheduler.enterabs(
-            self._now + timeout_ms, 0, self._expire, (op_id,))
+        self._events[op_id] = self._scheduler.enterabs(self._now + timeout_ms, 0, self._expire, (op_id,))
 
     def complete(self, op_id: int) -> None:
         event = self._events.pop(op_id, None)

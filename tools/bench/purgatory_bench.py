@@ -87,8 +87,7 @@ class PassStats:
         return ns / count if count else None
 
 
-def drive(adapter: Any, workload: Workload, stop_tick: int | None = None,
-          budget_s: float | None = None) -> PassStats:
+def drive(adapter: Any, workload: Workload, stop_tick: int | None = None, budget_s: float | None = None) -> PassStats:
     """Feeds ticks [0, stop_tick) of the stream (all of it by default) to `adapter`, timing
     each kind of call; stops early once `budget_s` seconds have passed."""
     if stop_tick is None:
@@ -140,7 +139,7 @@ def drive(adapter: Any, workload: Workload, stop_tick: int | None = None,
             if not stopped:
                 batch = completions[t]
                 for lo in range(0, len(batch), CHUNK):
-                    part = batch[lo:lo + CHUNK]
+                    part = batch[lo : lo + CHUNK]
                     a = clock()
                     for op_id in part:
                         complete(op_id)
@@ -224,15 +223,18 @@ def check_expired(workload: Workload, adapter: Any, stats: PassStats) -> None:
         raise PurgatoryDisagreement(
             f"{adapter.name} at {workload.spec.target_outstanding} outstanding (through tick "
             f"{stats.last_tick}): {len(missing)} operations that should have expired did not "
-            f"(first {missing[:5]}), {len(extra)} expired that should not have (first {extra[:5]})")
+            f"(first {missing[:5]}), {len(extra)} expired that should not have (first {extra[:5]})"
+        )
     if stats.finished and adapter.outstanding() != 0:
         raise PurgatoryDisagreement(
             f"{adapter.name} at {workload.spec.target_outstanding} outstanding: "
-            f"{adapter.outstanding()} operations still outstanding after the stream drained")
+            f"{adapter.outstanding()} operations still outstanding after the stream drained"
+        )
 
 
-def _timing_pass(factory: Callable[..., Any], workload: Workload,
-                 budget_s: float | None, check: bool = True) -> PassStats:
+def _timing_pass(
+    factory: Callable[..., Any], workload: Workload, budget_s: float | None, check: bool = True
+) -> PassStats:
     gc.collect()
     adapter = factory(bytearray(workload.num_requests), bytearray(workload.num_requests))
     stats = drive(adapter, workload, workload.num_ticks, budget_s)
@@ -243,8 +245,7 @@ def _timing_pass(factory: Callable[..., Any], workload: Workload,
     return stats
 
 
-def _memory_pass(factory: Callable[..., Any], workload: Workload,
-                 budget_s: float | None) -> tuple[int, PassStats]:
+def _memory_pass(factory: Callable[..., Any], workload: Workload, budget_s: float | None) -> tuple[int, PassStats]:
     """Peak traced bytes while driving the stream to the end of the steady-state window."""
     gc.collect()
     expired, satisfied = bytearray(workload.num_requests), bytearray(workload.num_requests)
@@ -282,9 +283,10 @@ class Measurement:
             "ns_per_expire": _round(t.per(t.advance_ns, t.expires)),
             "peak_mb": None if self.peak_bytes is None else round(self.peak_bytes / 2**20, 1),
             "bytes_per_outstanding": (
-                None if self.peak_bytes is None or self.memory is None
-                or not self.memory.max_outstanding
-                else round(self.peak_bytes / self.memory.max_outstanding)),
+                None
+                if self.peak_bytes is None or self.memory is None or not self.memory.max_outstanding
+                else round(self.peak_bytes / self.memory.max_outstanding)
+            ),
             "max_outstanding": t.max_outstanding,
             "gc_share": round(t.gc_s / t.cpu_s, 3) if t.cpu_s else None,
             "partial": partial or mem_partial,
@@ -332,14 +334,20 @@ def run_purgatory_bench(
         spec = WorkloadSpec(size, seed=seed, window_ms=window_ms)
         say(f"purgatory {size}: generating the stream")
         workload = generate(spec)
-        workloads.append({
-            "target_outstanding": size, "seed": seed, "timeout_ms": spec.timeout_ms,
-            "pct50_ms": spec.pct50_ms, "pct75_ms": spec.pct75_ms,
-            "rate_per_ms": round(spec.rate_per_ms, 3), "window_ms": spec.window,
-            "num_requests": workload.num_requests,
-            "expected_expired": workload.num_expected_expired,
-            "ticks": workload.num_ticks,
-        })
+        workloads.append(
+            {
+                "target_outstanding": size,
+                "seed": seed,
+                "timeout_ms": spec.timeout_ms,
+                "pct50_ms": spec.pct50_ms,
+                "pct75_ms": spec.pct75_ms,
+                "rate_per_ms": round(spec.rate_per_ms, 3),
+                "window_ms": spec.window,
+                "num_requests": workload.num_requests,
+                "expected_expired": workload.num_expected_expired,
+                "ticks": workload.num_ticks,
+            }
+        )
         null = _timing_pass(NullPurgatory, workload, None, check=False)
         harness[str(size)] = _round(null.per(null.busy_ns, null.adds + null.completes))
         by_name: dict[str, Measurement] = {}
@@ -360,13 +368,12 @@ def run_purgatory_bench(
         "impl_sources": _impl_sources() if "wheel" in purgatories else {},
         "workloads": workloads,
         "measurements": [
-            {**m.row(), "timing_pass": asdict(m.timing),
-             "memory_pass": None if m.memory is None else asdict(m.memory)}
-            for m in measurements],
+            {**m.row(), "timing_pass": asdict(m.timing), "memory_pass": None if m.memory is None else asdict(m.memory)}
+            for m in measurements
+        ],
         "ratios": ratios,
         "harness_ns_per_op": harness,
-        "agreement": {"ok": True, "checked": [f"{m.purgatory}@{m.target_outstanding}"
-                                              for m in measurements]},
+        "agreement": {"ok": True, "checked": [f"{m.purgatory}@{m.target_outstanding}" for m in measurements]},
     }
 
 
@@ -382,21 +389,41 @@ def _impl_sources() -> dict[str, str]:
     return out
 
 
-COLUMNS = ["target_outstanding", "purgatory", "ops_per_s", "ns_per_add", "ns_per_complete",
-           "ns_per_expire", "peak_mb", "bytes_per_outstanding", "max_outstanding", "gc_share",
-           "partial"]
-LABELS = {"target_outstanding": "outstanding", "ops_per_s": "ops/s", "ns_per_add": "ns/add",
-          "ns_per_complete": "ns/complete", "ns_per_expire": "ns/expire", "peak_mb": "peak MiB",
-          "bytes_per_outstanding": "B/outstanding", "max_outstanding": "max outstanding",
-          "gc_share": "gc share"}
+COLUMNS = [
+    "target_outstanding",
+    "purgatory",
+    "ops_per_s",
+    "ns_per_add",
+    "ns_per_complete",
+    "ns_per_expire",
+    "peak_mb",
+    "bytes_per_outstanding",
+    "max_outstanding",
+    "gc_share",
+    "partial",
+]
+LABELS = {
+    "target_outstanding": "outstanding",
+    "ops_per_s": "ops/s",
+    "ns_per_add": "ns/add",
+    "ns_per_complete": "ns/complete",
+    "ns_per_expire": "ns/expire",
+    "peak_mb": "peak MiB",
+    "bytes_per_outstanding": "B/outstanding",
+    "max_outstanding": "max outstanding",
+    "gc_share": "gc share",
+}
 
 
 def purgatory_benchmark(options: BenchOptions) -> BenchResult:
     """`kgc bench purgatory`: the registry entry."""
     sizes = QUICK_SIZES if options.quick else FULL_SIZES
     data = run_purgatory_bench(
-        sizes, seed=options.seed, budget_s=QUICK_BUDGET_S if options.quick else DEFAULT_BUDGET_S,
-        progress=options.progress)
+        sizes,
+        seed=options.seed,
+        budget_s=QUICK_BUDGET_S if options.quick else DEFAULT_BUDGET_S,
+        progress=options.progress,
+    )
     notes = [
         "workload: Kafka's purgatory benchmark, low-timeout case (timeout 200 ms, pct50 20 ms, "
         "pct75 60 ms, ~7.9% expire), virtual clock, rate set for the target outstanding count",
@@ -414,17 +441,20 @@ def purgatory_benchmark(options: BenchOptions) -> BenchResult:
         speedup = at_target.get("wheel_over_heap_ops")
         mem = at_target.get("wheel_over_heap_peak_memory")
         summary["target"] = {
-            "size": TARGET_SIZE, "wheel_over_heap_ops_min": TARGET_SPEEDUP,
-            "wheel_over_heap_ops": speedup, "wheel_over_heap_peak_memory": mem,
-            "met": bool(speedup is not None and speedup >= TARGET_SPEEDUP
-                        and mem is not None and mem <= 1.0),
+            "size": TARGET_SIZE,
+            "wheel_over_heap_ops_min": TARGET_SPEEDUP,
+            "wheel_over_heap_ops": speedup,
+            "wheel_over_heap_peak_memory": mem,
+            "met": bool(speedup is not None and speedup >= TARGET_SPEEDUP and mem is not None and mem <= 1.0),
         }
     for size, r in data["ratios"].items():
         if r.get("sched_partial"):
-            notes.append(f"sched at {size}: stopped by its time budget before the steady state; "
-                         "its figures cover the prefix it reached, wheel/sched is a lower bound")
+            notes.append(
+                f"sched at {size}: stopped by its time budget before the steady state; "
+                "its figures cover the prefix it reached, wheel/sched is a lower bound"
+            )
     summary["ratios"] = data.pop("ratios")
-    rows = [{k: v for k, v in m.items() if k not in ("timing_pass", "memory_pass")}
-            for m in data["measurements"]]
-    return BenchResult(name="purgatory", ok=True, columns=COLUMNS, rows=rows, summary=summary,
-                       notes=notes, data=data, labels=LABELS)
+    rows = [{k: v for k, v in m.items() if k not in ("timing_pass", "memory_pass")} for m in data["measurements"]]
+    return BenchResult(
+        name="purgatory", ok=True, columns=COLUMNS, rows=rows, summary=summary, notes=notes, data=data, labels=LABELS
+    )

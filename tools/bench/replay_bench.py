@@ -41,8 +41,9 @@ def _coordinator_rate(requests: int) -> tuple[float, int]:
     answers: dict[str, Any] = {}
     protos = [("range", "")]
     for i in range(10):
-        coord.handle_join_group("g", "", None, False, f"c{i}", "h", 1000, 1000, "consumer", protos,
-                                lambda r, i=i: answers.__setitem__(i, r))
+        coord.handle_join_group(
+            "g", "", None, False, f"c{i}", "h", 1000, 1000, "consumer", protos, lambda r, i=i: answers.__setitem__(i, r)
+        )
     timer.advance_to(clock.now_ms() + 1)
     g = coord.group("g")
     if g is None or len(g.members) != 10:
@@ -51,8 +52,16 @@ def _coordinator_rate(requests: int) -> tuple[float, int]:
     gen = g.generation_id
     errors = 0
     for mm in members:
-        coord.handle_sync_group("g", gen, mm, "consumer", "range", None,
-                                {x: "a" for x in members} if mm == g.leader_id else {}, lambda r: None)
+        coord.handle_sync_group(
+            "g",
+            gen,
+            mm,
+            "consumer",
+            "range",
+            None,
+            {x: "a" for x in members} if mm == g.leader_id else {},
+            lambda r: None,
+        )
 
     def count(e: Errors) -> None:
         nonlocal errors
@@ -61,12 +70,14 @@ def _coordinator_rate(requests: int) -> tuple[float, int]:
     started = time.perf_counter()
     for n in range(requests):
         m = members[n % len(members)]
-        if n % 200 == 199:   # one member's rejoin starts a rebalance; every member rejoins it
+        if n % 200 == 199:  # one member's rejoin starts a rebalance; every member rejoins it
             for mm in members:
                 coord.handle_join_group("g", mm, None, False, "c", "h", 1000, 1000, "consumer", protos, lambda r: None)
             gen = coord.group("g").generation_id
             leader = coord.group("g").leader_id
-            coord.handle_sync_group("g", gen, leader, "consumer", "range", None, {x: "a" for x in members}, lambda r: None)
+            coord.handle_sync_group(
+                "g", gen, leader, "consumer", "range", None, {x: "a" for x in members}, lambda r: None
+            )
             for mm in members:
                 if mm != leader:
                     coord.handle_sync_group("g", gen, mm, "consumer", "range", None, {}, lambda r: None)
@@ -77,7 +88,9 @@ def _coordinator_rate(requests: int) -> tuple[float, int]:
     seconds = time.perf_counter() - started
     g = coord.group("g")
     if g is None or len(g.members) != 10 or g.state.value != "Stable":
-        raise BenchCheckFailed(f"coordinator benchmark: group ended {g and g.state} with {g and len(g.members)} members")
+        raise BenchCheckFailed(
+            f"coordinator benchmark: group ended {g and g.state} with {g and len(g.members)} members"
+        )
     if errors:
         raise BenchCheckFailed(f"coordinator benchmark: {errors} requests answered with an error")
     return requests / seconds, requests
@@ -87,7 +100,7 @@ def _replay_rate(min_seconds: float) -> tuple[float, int]:
     from kgc.conformance.replay import run_scenario
     from kgc.conformance.scenario import load_scenario
 
-    root = Path(__file__).resolve().parents[2]
+    Path(__file__).resolve().parents[2]
     files = sorted(shipped_scenarios().glob("*.json"))
     if not files:
         raise BenchCheckFailed("replay benchmark: no scenarios shipped in kgc.conformance")
@@ -131,9 +144,12 @@ def _validate_rates(traces: int, single: int, seed: int, work: Path) -> dict[str
             raise BenchCheckFailed(f"validate benchmark: trace {t.name} rejected alone")
     single_seconds = time.monotonic() - started
     return {
-        "batched_traces": traces, "batched_seconds": round(batched.seconds, 2),
-        "batched_per_min": traces / batched.seconds * 60, "tlc_runs": batched.tlc_runs,
-        "single_traces": single, "single_seconds": round(single_seconds, 2),
+        "batched_traces": traces,
+        "batched_seconds": round(batched.seconds, 2),
+        "batched_per_min": traces / batched.seconds * 60,
+        "tlc_runs": batched.tlc_runs,
+        "single_traces": single,
+        "single_seconds": round(single_seconds, 2),
         "single_per_min": single / single_seconds * 60,
     }
 
@@ -151,16 +167,46 @@ def replay_benchmark(options: BenchOptions) -> BenchResult:
         options.say("validate, batched vs one TLC run per trace ...")
         val = _validate_rates(30 if quick else 3000, 3 if quick else 10, options.seed + 1, work)
     rows = [
-        {"what": "coordinator handlers", "amount": coord_n, "rate": coord_rate, "unit": "requests/s",
-         "target": STEPS_TARGET, "vs_target": coord_rate / STEPS_TARGET},
-        {"what": "kgc replay (scenarios)", "amount": replay_n, "rate": replay_rate, "unit": "steps/s",
-         "target": STEPS_TARGET, "vs_target": replay_rate / STEPS_TARGET},
-        {"what": "kgc conform", "amount": conform_n, "rate": conform_rate, "unit": "steps/s",
-         "target": STEPS_TARGET, "vs_target": conform_rate / STEPS_TARGET},
-        {"what": "kgc validate, batched", "amount": val["batched_traces"], "rate": val["batched_per_min"],
-         "unit": "traces/min", "target": VALIDATE_TARGET, "vs_target": val["batched_per_min"] / VALIDATE_TARGET},
-        {"what": "kgc validate, 1 TLC run/trace", "amount": val["single_traces"], "rate": val["single_per_min"],
-         "unit": "traces/min", "target": VALIDATE_TARGET, "vs_target": val["single_per_min"] / VALIDATE_TARGET},
+        {
+            "what": "coordinator handlers",
+            "amount": coord_n,
+            "rate": coord_rate,
+            "unit": "requests/s",
+            "target": STEPS_TARGET,
+            "vs_target": coord_rate / STEPS_TARGET,
+        },
+        {
+            "what": "kgc replay (scenarios)",
+            "amount": replay_n,
+            "rate": replay_rate,
+            "unit": "steps/s",
+            "target": STEPS_TARGET,
+            "vs_target": replay_rate / STEPS_TARGET,
+        },
+        {
+            "what": "kgc conform",
+            "amount": conform_n,
+            "rate": conform_rate,
+            "unit": "steps/s",
+            "target": STEPS_TARGET,
+            "vs_target": conform_rate / STEPS_TARGET,
+        },
+        {
+            "what": "kgc validate, batched",
+            "amount": val["batched_traces"],
+            "rate": val["batched_per_min"],
+            "unit": "traces/min",
+            "target": VALIDATE_TARGET,
+            "vs_target": val["batched_per_min"] / VALIDATE_TARGET,
+        },
+        {
+            "what": "kgc validate, 1 TLC run/trace",
+            "amount": val["single_traces"],
+            "rate": val["single_per_min"],
+            "unit": "traces/min",
+            "target": VALIDATE_TARGET,
+            "vs_target": val["single_per_min"] / VALIDATE_TARGET,
+        },
     ]
     summary = {
         "coordinator_requests_per_s": round(coord_rate),
@@ -172,5 +218,12 @@ def replay_benchmark(options: BenchOptions) -> BenchResult:
         "conform_verdicts": verdicts,
     }
     notes = ["quick mode: sizes too small for timing claims"] if quick else []
-    return BenchResult("replay", True, ["what", "amount", "rate", "unit", "target", "vs_target"], rows,
-                       summary, notes, {"validate": val})
+    return BenchResult(
+        "replay",
+        True,
+        ["what", "amount", "rate", "unit", "target", "vs_target"],
+        rows,
+        summary,
+        notes,
+        {"validate": val},
+    )
