@@ -21,6 +21,8 @@ from kgc.spec.itf import write_itf
 from kgc.spec.tlc import TlcJob, run_tlc
 from kgc.spec.tlc_result import Outcome
 
+pytestmark = pytest.mark.slow  # runs TLC (the fast lane is `pytest -m "not slow"`)
+
 KGC = Path(sys.executable).with_name("kgc")
 BUG_MODELS = [m for m in available_models() if m.startswith("bug_")]
 FINDING_MODELS = [m for m in available_models() if m.startswith("finding_")]

@@ -20,6 +20,8 @@ from kgc.conformance.seeded_bugs import BUGS, coordinator_class
 from kgc.conformance.validate import validate_traces
 from kgc.spec.itf import read_itf
 
+pytestmark = pytest.mark.slow  # runs TLC (the fast lane is `pytest -m "not slow"`)
+
 KGC = Path(sys.executable).with_name("kgc")
 
 

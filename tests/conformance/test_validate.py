@@ -19,6 +19,8 @@ from kgc.conformance.validate import validate_traces
 from kgc.spec.values import ModelValue, Record
 from kgc.tools.cli import main
 
+pytestmark = pytest.mark.slow  # runs TLC (the fast lane is `pytest -m "not slow"`)
+
 SCENARIOS = Path(__file__).resolve().parents[2] / "conformance" / "scenarios"
 
 #: The five seeded implementation bugs the conformance issue names (seeded_bugs.py).

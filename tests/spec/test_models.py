@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # runs TLC (the fast lane is `pytest -m "not slow"`)
+
 SPEC = Path(__file__).resolve().parents[2] / "spec"
 MODELS = SPEC / "models"
 TIMEOUT_S = 900

@@ -16,6 +16,8 @@ from kgc.tools.bench.workload import WorkloadSpec, generate
 from kgc.tools.cli import app
 from kgc.tools.cmd_bench import EXIT_CHECK_FAILED, EXIT_OK, EXIT_UNAVAILABLE, run_bench
 
+pytestmark = pytest.mark.slow  # runs TLC (the fast lane is `pytest -m "not slow"`)
+
 SMALL = WorkloadSpec(target_outstanding=600, seed=7)
 
 

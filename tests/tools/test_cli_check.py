@@ -15,6 +15,8 @@ import itf_py
 import pytest
 from toolsupport import KGC, SPEC, processes_mentioning, run_kgc
 
+pytestmark = pytest.mark.slow  # runs TLC (the fast lane is `pytest -m "not slow"`)
+
 
 def check(
     tmp_path: Path, model: str, *extra: str, env: dict[str, str] | None = None

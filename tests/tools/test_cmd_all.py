@@ -10,6 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # runs TLC (the fast lane is `pytest -m "not slow"`)
+
 KGC = Path(sys.executable).with_name("kgc")
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -22,6 +22,8 @@ from kgc.spec.tlc import (
 from kgc.spec.tlc_output import parse_tool_output
 from kgc.spec.tlc_result import Outcome
 
+pytestmark = pytest.mark.slow  # runs TLC (the fast lane is `pytest -m "not slow"`)
+
 
 def job_for(model: str, **options: object) -> TlcJob:
     found = resolve_model(model, SPEC)
