@@ -3,7 +3,7 @@
 `ToolOutputParser` (tlc_messages) cuts the stream into frames and loose text; `ResultBuilder`
 reads them as they arrive, so a live display can follow a run and a killed run still leaves a
 partial result. Every format matched here was recorded from real TLC 2.15 output
-(tests/tools/fixtures/output/).
+(tests/spec/fixtures/output/).
 """
 
 from __future__ import annotations

@@ -7,16 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).parent
-FIXTURES = HERE / "fixtures"
-SPEC = FIXTURES / "spec"
-OUTPUT = FIXTURES / "output"
+# the fixture specs (one per TLC outcome) live with the tests of kgc.spec, which runs TLC
+SPEC = Path(__file__).resolve().parents[1] / "spec" / "fixtures" / "spec"
 KGC = Path(sys.executable).with_name("kgc")
-
-
-def recorded(name: str) -> list[str]:
-    """A TLC -tool output recorded by record_outputs.py."""
-    return (OUTPUT / f"{name}.out").read_text(encoding="utf-8").splitlines(keepends=True)
 
 
 def run_kgc(

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
-from toolsupport import SPEC, processes_mentioning, recorded
+from specsupport import SPEC, processes_mentioning, recorded
 
 from kgc.spec.catalog import ModelNotFoundError, resolve_model
 from kgc.spec.tlc import (

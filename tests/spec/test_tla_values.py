@@ -7,7 +7,7 @@ import keyword
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from toolsupport import recorded
+from specsupport import recorded
 
 from kgc.spec.tlc_output import parse_tool_output
 from kgc.spec.values import (

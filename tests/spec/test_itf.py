@@ -7,8 +7,8 @@ from pathlib import Path
 
 import itf_py
 from hypothesis import assume, given, settings
+from specsupport import recorded
 from test_tla_values import tla_values
-from toolsupport import recorded
 
 from kgc.spec.itf import read_itf, trace_to_itf, value_from_itf, value_to_itf, write_itf
 from kgc.spec.tlc_output import parse_tool_output

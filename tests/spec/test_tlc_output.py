@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from toolsupport import OUTPUT, SPEC, recorded
+from specsupport import OUTPUT, SPEC, recorded
 
 from kgc.spec.tlc_messages import Message, ToolOutputParser
 from kgc.spec.tlc_output import ResultBuilder, config_properties, parse_tool_output

@@ -1,7 +1,7 @@
-"""Re-record tests/tools/fixtures/output/ from the fixture specs with the real TLC.
+"""Re-record tests/spec/fixtures/output/ from the fixture specs with the real TLC.
 
 Run by hand after changing a fixture spec or the TLC options kgc passes:
-    .venv/bin/python tests/tools/record_outputs.py
+    .venv/bin/python tests/spec/record_outputs.py
 The parser tests read these files, so they test against what TLC 2.15 really prints; the
 live tests in test_tlc_run.py and test_cli_check.py guard against the recordings going stale.
 """
