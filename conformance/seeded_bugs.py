@@ -135,7 +135,9 @@ def coordinator_class(name: str | None) -> type[GroupCoordinator]:
     """The coordinator with seeded defect `name` (None or "" or "none": the real one)."""
     key = name or "none"
     if key not in BUGS:
-        raise KeyError(f"no seeded implementation bug {key!r}; known: {', '.join(sorted(BUGS))}")
+        raise KeyError(
+            f"no seeded implementation bug {key!r}; known: {', '.join(sorted(BUGS))} (`kgc bugs` lists every seeded bug and its layers)"
+        )
     return BUGS[key]
 
 

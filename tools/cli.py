@@ -24,6 +24,7 @@ __all__ = ["app", "main"]
 SUBCOMMANDS: tuple[str, ...] = (
     "kgc.tools.cmd_all",
     "kgc.tools.cmd_bench",
+    "kgc.tools.cmd_bugs",
     "kgc.tools.cmd_check",
     "kgc.tools.cmd_prove",
     "kgc.tools.cmd_replay",

@@ -25,6 +25,7 @@ import typer
 from rich.console import Console
 
 from kgc.conformance.scenario import shipped_scenarios
+from kgc.tools.options import DEFAULT_MODEL, ModelOption
 from kgc.tools.outdir import writable_dir
 
 __all__ = ["Stage", "StageResult", "register", "run_all"]
@@ -292,7 +293,7 @@ def run_all(root: Path, run_dir: Path, stages: list[Stage], console: Console) ->
 
 
 def all_command(
-    model: Annotated[str, typer.Option("--model", "-m", help="TLC model for check and conform.")] = "default",
+    model: ModelOption = DEFAULT_MODEL,
     traces: Annotated[int, typer.Option(help="Simulated spec traces to conform.")] = 1000,
     seed: Annotated[int, typer.Option(help="Seed for the simulated traces.")] = 1,
     out: Annotated[Path | None, typer.Option(help="Run folder; default runs/all-<time>/.")] = None,

@@ -19,11 +19,11 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from kgc.spec.tlc_result import CheckResult, Outcome
 from kgc.tools.exit_codes import ExitCode, exit_code_for
+from kgc.tools.options import DEFAULT_MODEL, JsonOption, ModelOption
 from kgc.tools.outdir import writable_dir
 
 __all__ = ["check", "register"]
 
-DEFAULT_MODEL = "default"
 DEFAULT_RUNS_DIR = Path("runs")
 COUNTEREXAMPLE_FILE = "counterexample.itf.json"
 
@@ -175,12 +175,10 @@ def _print_report(
 
 
 def check(
-    model: Annotated[str, typer.Option("--model", "-m", help="Model name: spec/models/NAME.cfg.")] = DEFAULT_MODEL,
+    model: ModelOption = DEFAULT_MODEL,
     workers: Annotated[int, typer.Option(min=1, help="TLC worker threads (2.15 has no 'auto').")] = 1,
     timeout: Annotated[float | None, typer.Option(min=0.001, help="Seconds before TLC is killed (exit 22).")] = None,
-    json_output: Annotated[
-        bool, typer.Option("--json", help="Print a JSON summary as the last line of stdout.")
-    ] = False,
+    json_output: JsonOption = False,
     out: Annotated[
         Path | None, typer.Option(help="Run folder (new or empty); default runs/<model>-<time>-<pid>/.")
     ] = None,

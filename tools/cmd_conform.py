@@ -17,6 +17,7 @@ from typing import Annotated
 
 import typer
 
+from kgc.tools.options import BugOption, JsonOption
 from kgc.tools.outdir import writable_dir
 from kgc.tools.progress import counted
 
@@ -27,15 +28,12 @@ EXIT_PASS, EXIT_DIVERGED, EXIT_ERROR = 0, 1, 2
 
 def conform_command(
     paths: Annotated[list[Path], typer.Argument(help="ITF trace files, or folders of *.itf.json.")],
-    bug: Annotated[
-        str | None,
-        typer.Option(envvar="KGC_IMPL_BUG", help="Seeded implementation bug to run (conformance/seeded_bugs.py)."),
-    ] = None,
+    bug: BugOption = None,
     model: Annotated[str | None, typer.Option(help="Model whose constants to use (default: the traces' own).")] = None,
     ms_per_unit: Annotated[int, typer.Option(min=1, help="With --model: milliseconds per spec time unit.")] = 1000,
     stop: Annotated[bool, typer.Option("--stop/--all", help="Stop at the first diverging trace.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also list every trace that conformed.")] = False,
-    json_output: Annotated[bool, typer.Option("--json", help="Print a JSON summary as the last line.")] = False,
+    json_output: JsonOption = False,
     record: Annotated[
         Path | None,
         typer.Option(help="Also write the implementation's runs here as recorded traces, for kgc validate."),

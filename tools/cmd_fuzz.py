@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 
 from kgc.tools.exit_codes import ExitCode
+from kgc.tools.options import BugOption
 from kgc.tools.outdir import writable_dir
 
 __all__ = ["fuzz_command", "register"]
@@ -30,9 +31,7 @@ def fuzz_command(
     examples: Annotated[int | None, typer.Option(min=1, help="Examples to try (default: the profile's).")] = None,
     steps: Annotated[int | None, typer.Option(min=1, help="Steps per example (default: the profile's).")] = None,
     profile: Annotated[str, typer.Option(help="Hypothesis profile: ci (quick, derandomized) or deep.")] = "deep",
-    bug: Annotated[
-        str | None, typer.Option(envvar="KGC_IMPL_BUG", help="Seeded implementation bug (conformance/seeded_bugs.py).")
-    ] = None,
+    bug: BugOption = None,
     save: Annotated[Path, typer.Option(help="Folder for the scenario file of a failing example.")] = Path("kgc-fuzz"),
 ) -> None:
     """Hypothesis stateful testing: consumers, time, failovers and stray requests against the

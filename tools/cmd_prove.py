@@ -16,6 +16,7 @@ from typing import Any
 import typer
 
 from kgc.tools.exit_codes import ExitCode
+from kgc.tools.options import JsonOption
 
 EXIT_PROVED = int(ExitCode.PASSED)  # 0
 EXIT_NOT_INDUCTIVE = int(ExitCode.SAFETY_VIOLATED)  # 10
@@ -49,9 +50,9 @@ def run_prove(
 
 
 def prove_command(
-    json_output: bool = typer.Option(False, "--json", help="Print one JSON object as the last line."),
+    json_output: JsonOption = False,
     bug: list[str] = typer.Option(
-        [], "--bug", help="Seed a bug (repeatable): sync-in-preparing, two-leaders, generation-not-bumped."
+        [], "--bug", help="Seed a bug into the encoding (repeatable); `kgc bugs` lists those with a proof variant."
     ),
     timeout_ms: int = typer.Option(5000, "--timeout-ms", min=1, help="Z3 timeout per check, in ms."),
 ) -> None:

@@ -19,7 +19,8 @@ import typer
 
 from kgc.conformance.replay import run_scenario
 from kgc.conformance.scenario import ScenarioError, load_scenario
-from kgc.conformance.seeded_bugs import ENV_VAR, coordinator_class
+from kgc.conformance.seeded_bugs import coordinator_class
+from kgc.tools.options import BugOption
 
 EXIT_PASS, EXIT_FAIL, EXIT_INVALID = 0, 1, 2
 
@@ -55,9 +56,7 @@ def replay(
 
 def replay_command(
     files: list[Path] = typer.Argument(..., help="Scenario files (format 1) to run."),
-    bug: Annotated[
-        str | None, typer.Option(envvar=ENV_VAR, help="Seeded implementation bug to run (conformance/seeded_bugs.py).")
-    ] = None,
+    bug: BugOption = None,
     durable_store: Annotated[
         bool,
         typer.Option(

@@ -13,6 +13,8 @@ from typing import Annotated
 
 import typer
 
+from kgc.tools.options import BugOption
+
 __all__ = ["register", "replay_cex_command"]
 
 EXIT_NONE, EXIT_SAME, EXIT_INVALID, EXIT_DIFFERENT = 0, 1, 2, 3
@@ -22,10 +24,7 @@ def replay_cex_command(
     file: Annotated[
         Path, typer.Argument(help="Counterexample as ITF JSON (kgc check writes counterexample.itf.json).")
     ],
-    bug: Annotated[
-        str | None,
-        typer.Option(envvar="KGC_IMPL_BUG", help="Seeded implementation bug to run (conformance/seeded_bugs.py)."),
-    ] = None,
+    bug: BugOption = None,
     model: Annotated[
         str | None, typer.Option(help="Model whose constants to use (default: the one in the file's #meta).")
     ] = None,

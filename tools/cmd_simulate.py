@@ -15,13 +15,14 @@ from typing import Annotated
 import typer
 
 from kgc.tools.exit_codes import ExitCode, exit_code_for
+from kgc.tools.options import DEFAULT_MODEL, ModelOption
 from kgc.tools.outdir import writable_dir
 
 __all__ = ["register", "simulate_command"]
 
 
 def simulate_command(
-    model: Annotated[str, typer.Option("--model", "-m", help="Model name: spec/models/NAME.cfg.")] = "small",
+    model: ModelOption = DEFAULT_MODEL,
     traces: Annotated[int, typer.Option(min=1, help="How many behaviours to draw.")] = 100,
     depth: Annotated[int, typer.Option(min=1, help="States per behaviour (at most).")] = 40,
     seed: Annotated[int, typer.Option(help="TLC's random seed: same seed, same traces.")] = 0,

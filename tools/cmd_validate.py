@@ -21,6 +21,7 @@ from typing import Annotated
 import typer
 
 from kgc.tools.exit_codes import ExitCode
+from kgc.tools.options import BugOption, JsonOption
 from kgc.tools.outdir import writable_dir
 from kgc.tools.progress import counted
 
@@ -49,10 +50,7 @@ def validate_command(
     random_runs: Annotated[int, typer.Option("--random", min=0, help="Record this many random runs first.")] = 0,
     steps: Annotated[int, typer.Option(min=1, help="Steps per random run.")] = 50,
     seed: Annotated[int, typer.Option(help="First seed of the random runs.")] = 0,
-    bug: Annotated[
-        str | None,
-        typer.Option(envvar="KGC_IMPL_BUG", help="Record a seeded-bug coordinator (conformance/seeded_bugs.py)."),
-    ] = None,
+    bug: BugOption = None,
     out: Annotated[Path | None, typer.Option(help="Write the recorded traces here.")] = None,
     jobs: Annotated[int | None, typer.Option(min=1, help="TLC processes at a time (default: one per core).")] = None,
     classic: Annotated[
@@ -66,7 +64,7 @@ def validate_command(
     ] = None,
     timeout: Annotated[float | None, typer.Option(min=1, help="Seconds per TLC run.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only failing traces and the summary.")] = False,
-    json_output: Annotated[bool, typer.Option("--json", help="Print a JSON summary as the last line.")] = False,
+    json_output: JsonOption = False,
 ) -> None:
     """Check with TLC that recorded implementation runs are behaviours of the spec; name, for
     each run that is not, the first step the spec cannot explain."""

@@ -25,10 +25,11 @@ from kgc.conformance.proofs.model import Signature, State
 # Seeded bugs: each one is a deliberate deviation from Kafka that `kgc prove --bug NAME` must
 # catch with a counterexample to induction naming the action.
 BUGS: dict[str, str] = {
-    "sync-in-preparing": "SyncGroup in PreparingRebalance answers NONE instead of REBALANCE_IN_PROGRESS",
-    "two-leaders": "when the leader leaves or times out during CompletingRebalance/Stable, another "
-    "member becomes leader without a rebalance (same generation)",
-    "generation-not-bumped": "initNextGeneration keeps the generation id instead of incrementing it",
+    "sync_answered_in_preparing_rebalance": "SyncGroup in PreparingRebalance answers NONE instead of "
+    "REBALANCE_IN_PROGRESS",
+    "leader_replaced_without_rebalance": "when the leader leaves or times out during CompletingRebalance/Stable, "
+    "another member becomes leader without a rebalance (same generation)",
+    "generation_not_bumped": "initNextGeneration keeps the generation id instead of incrementing it",
 }
 
 Args = dict[str, z3.ExprRef]
@@ -208,7 +209,7 @@ def _remove_member_and_update_group(
     (PreparingRebalance only re-checks the join purgatory: the separate CompleteJoin step)."""
     choice, removed = _remove_member(sig, s, m, has_next, next_leader)
     rebalanced = _maybe_prepare_rebalance(sig, removed)
-    if "two-leaders" in bugs:
+    if "leader_replaced_without_rebalance" in bugs:
         handover = z3.And(
             sig.is_leader(s.leader, m),
             has_next,
@@ -278,7 +279,7 @@ def _on_complete_join(sig: Signature, s: State, a: Args, bugs: frozenset[str]) -
     retained = z3.And(sig.has_leader(s.leader), joined[sig.leader_id(s.leader)])
     leader = z3.If(retained, s.leader, z3.If(has_next, sig.some_leader(nxt), sig.no_leader()))
     non_empty = z3.Or(retained, has_next)
-    gen = s.generation if "generation-not-bumped" in bugs else s.generation + 1
+    gen = s.generation if "generation_not_bumped" in bugs else s.generation + 1
     lid = sig.leader_id(leader)
     y = sig.member_var("cj_y")
     post = replace(
@@ -325,7 +326,7 @@ def _sync_group(sig: Signature, s: State, a: Args, bugs: frozenset[str]) -> tupl
     m, gen = a["member"], a["generation"]
     st = s.group_state
     ok_states = [st == sig.st("CompletingRebalance"), st == sig.st("Stable")]
-    if "sync-in-preparing" in bugs:
+    if "sync_answered_in_preparing_rebalance" in bugs:
         ok_states.append(st == sig.st("PreparingRebalance"))
     guard = z3.And(s.owned, s.members[m], gen == s.generation, z3.Or(ok_states))
     is_leader = sig.is_leader(s.leader, m)

@@ -34,9 +34,9 @@ KGC = Path(sys.executable).with_name("kgc")
 
 # bug -> (actions that must fail, invariants that must fail under them)
 EXPECTED = {
-    "sync-in-preparing": ({"SyncGroupLeader", "SyncGroupFollower"}, {"NoSyncInPreparingRebalance"}),
-    "two-leaders": ({"LeaveGroup", "SessionTimeoutExpiry"}, {"NamedLeaderIsCurrentLeader"}),
-    "generation-not-bumped": ({"CompleteJoin", "RebalanceTimeout"}, {"SingleLeaderPerGeneration"}),
+    "sync_answered_in_preparing_rebalance": ({"SyncGroupLeader", "SyncGroupFollower"}, {"NoSyncInPreparingRebalance"}),
+    "leader_replaced_without_rebalance": ({"LeaveGroup", "SessionTimeoutExpiry"}, {"NamedLeaderIsCurrentLeader"}),
+    "generation_not_bumped": ({"CompleteJoin", "RebalanceTimeout"}, {"SingleLeaderPerGeneration"}),
 }
 
 
@@ -124,11 +124,11 @@ def test_kgc_prove_json_last_line_and_exit_0() -> None:
 
 
 def test_kgc_prove_with_a_bug_exits_10_with_the_counterexample() -> None:
-    run = _kgc("--bug", "generation-not-bumped", "--json")
+    run = _kgc("--bug", "generation_not_bumped", "--json")
     assert run.returncode == 10, run.stdout + run.stderr
     assert "counterexample to induction: CompleteJoin breaks SingleLeaderPerGeneration" in run.stdout
     last = json.loads(run.stdout.strip().splitlines()[-1])
-    assert last["ok"] is False and last["bugs"] == ["generation-not-bumped"]
+    assert last["ok"] is False and last["bugs"] == ["generation_not_bumped"]
     assert {c["action"] for c in last["counterexamples"]} == {"CompleteJoin", "RebalanceTimeout"}
 
 
