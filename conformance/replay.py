@@ -214,7 +214,7 @@ class World:
         if not delivered:
             wanted = ", ".join(f"{k}={_show(v)}" for k, v in rest.items())
             raise _StepFailed(f"{what} with {wanted}", "no response yet")
-        seen = _response_fields(request, delivered[0])
+        seen = response_fields(request, delivered[0])
         expected_vals: dict[str, Any] = {}
         for key, want in rest.items():
             if key == "leader":
@@ -268,7 +268,7 @@ def _leave_identity(member_id: str) -> Any:
     return LeaveMemberIdentity(member_id, None)
 
 
-def _response_fields(request: Step, result: Any) -> dict[str, Any]:
+def response_fields(request: Step, result: Any) -> dict[str, Any]:
     """A response in the contract's `expect` keys."""
     if isinstance(request, Join):
         return {

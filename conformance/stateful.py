@@ -458,7 +458,7 @@ def scenario_from_log(
     (the unmodified coordinator by default): after every step, the response of each request
     answered in it and the group's state. Member ids are written literally: replay generates
     the same ids (member-id seed 0, same client ids, same order)."""
-    from kgc.conformance.replay import World, _response_fields
+    from kgc.conformance.replay import World, response_fields
     from kgc.conformance.scenario import Scenario, ScenarioConfig, parse_step
 
     k = constants
@@ -475,14 +475,7 @@ def scenario_from_log(
         steps=tuple(parse_step(s) for s in steps),
         file="<hypothesis>",
     )
-    import kgc.impl.coordinator as impl_coordinator
-
-    saved = impl_coordinator.GroupCoordinator
-    impl_coordinator.GroupCoordinator = reference  # replay.World builds this class
-    try:
-        world = World(scenario)
-    finally:
-        impl_coordinator.GroupCoordinator = saved
+    world = World(scenario, coordinator_class=reference)
     out: list[dict[str, Any]] = []
     expected: set[str] = set()
     for index, (raw, step) in enumerate(zip(steps, scenario.steps)):
@@ -492,7 +485,7 @@ def scenario_from_log(
             if rid in expected or not results:
                 continue
             expected.add(rid)
-            seen = _response_fields(world.requests[rid], results[0])
+            seen = response_fields(world.requests[rid], results[0])
             check = {"expect": rid, "error": seen["error"]}
             if raw_kind(world.requests[rid]) == "join" and seen["error"] == "NONE":
                 check.update(generation=seen["generation"], leader=seen["leader"], members=seen["members"])

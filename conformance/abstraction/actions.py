@@ -1,0 +1,432 @@
+"""Spec steps as requests, responses and clock moves on the implementation: apply_action maps
+a spec step's lastAction to what performs it, the deliver functions update the client views as
+the spec's DeliverJoin / DeliverSync / ReplyHeartbeat do, and tie_to_fire / prefer_leader steer
+the choices Kafka leaves to HashMap order."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kgc.conformance.abstraction.constants import (
+    CLIENT_HOST,
+    GROUP_ID,
+    NO_GEN,
+    NO_MEMBER,
+    PROTOCOL_NAME,
+    PROTOCOL_TYPE,
+    TIMER_STEPS,
+    UnknownAction,
+)
+from kgc.conformance.abstraction.ids import decode_plan, encode_plan
+from kgc.conformance.abstraction.state import timer_record
+from kgc.conformance.abstraction.world import DELIVER, ClientView, World
+from kgc.impl.coordinator import (
+    JoinGroupResult,
+    LeaveGroupResult,
+    LeaveMemberIdentity,
+    SyncGroupResult,
+)
+from kgc.impl.errors import Errors
+from kgc.spec.values import ModelValue, Record
+
+
+def _deliver_join(world: World, view: ClientView, r: JoinGroupResult) -> None:
+    err = r.error
+    if err is Errors.NONE:
+        view.phase, view.member, view.gen = "Joined", r.member_id, r.generation_id
+        view.leader = r.leader_id == r.member_id
+        view.members = frozenset(m.member_id for m in r.members)
+        view.wait = ""
+    elif err is Errors.MEMBER_ID_REQUIRED:
+        view.phase, view.member, view.wait = "Unjoined", r.member_id, ""
+    elif err is Errors.UNKNOWN_MEMBER_ID:
+        view.reset("Unjoined")
+    elif err is Errors.GROUP_MAX_SIZE_REACHED:
+        view.reset("Down")  # fatal to the consumer
+    else:
+        view.rejoins()
+
+
+def _deliver_sync(world: World, view: ClientView, r: SyncGroupResult) -> None:
+    err = r.error
+    if err is Errors.NONE:
+        view.phase, view.assign, view.wait = "Stable", decode_plan(r.member_assignment), ""
+    elif err is Errors.UNKNOWN_MEMBER_ID:
+        view.reset("Unjoined")
+    elif err is Errors.ILLEGAL_GENERATION:
+        view.loses_generation()
+    else:
+        view.rejoins()
+
+
+def _deliver_heartbeat(world: World, view: ClientView, err: Errors) -> None:
+    if err is Errors.REBALANCE_IN_PROGRESS:
+        if view.phase == "Stable":
+            view.rejoins()
+    elif err is Errors.UNKNOWN_MEMBER_ID:
+        view.reset("Unjoined")
+    elif err is Errors.ILLEGAL_GENERATION:
+        view.loses_generation()
+
+
+def _deliver_leave(world: World, view: ClientView, r: LeaveGroupResult) -> None:
+    pass  # the consumer closed before sending it
+
+
+DELIVER.update(join=_deliver_join, sync=_deliver_sync, heartbeat=_deliver_heartbeat, leave=_deliver_leave)
+
+
+def response_error(result: Any) -> str:
+    """The error name the spec records as lastAction.resp for a response."""
+    if isinstance(result, Errors):
+        return result.name
+    if isinstance(result, LeaveGroupResult):
+        if result.error is Errors.NONE and result.member_responses:
+            return result.member_responses[0][2].name
+        return result.error.name
+    return result.error.name
+
+
+# ----------------------------------------------------------------------------------------------
+# The action mapping
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class StepResult:
+    """What performing one spec step did on the implementation."""
+
+    action: str
+    response: str | None = None  # requester's own response in this step (error name)
+    fired: Record | None = None  # timer steps: the op that ran, as a spec timer record
+    ran: int = 0  # timer tasks run
+    requests: list[str] = field(default_factory=list)  # what was called, for reports
+    last_action: Record | None = None
+    """The spec's lastAction as the implementation step fills it in: client, member and gen
+    as the client view (or the fired timer) had them before the step, newMember the id the
+    step handed out, dt the clock move in units; resp is the requester's response if it came
+    in the step, else "PARKED" (a request parked and answered in one step reads as answered,
+    where the spec says PARKED)."""
+
+
+def _client_name(la: Mapping[str, Any]) -> str:
+    c = la.get("client")
+    return c.name if isinstance(c, ModelValue) else str(c)
+
+
+def _protocols(world: World, view: ClientView, changed: bool) -> list[tuple[str, str]]:
+    """The subscription sent. `changed` (the spec's chg) must make member.matches fail and
+    its absence make it hold, so an unchanged join resends what the coordinator stored for
+    the member (it may have kept an older version, e.g. after a failover)."""
+    if changed:
+        view.subscription += 1
+    else:
+        group = world.group
+        member = group.members.get(view.member) if group is not None and view.member else None
+        if member is not None:
+            return list(member.protocols)
+    return [(PROTOCOL_NAME, f"{view.name}-v{view.subscription}")]
+
+
+def _join(world: World, c: str, rk: bool, changed: bool, res: StepResult) -> None:
+    view = world.clients[c]
+    member_id = view.member
+    protocols = _protocols(world, view, changed)
+    token = world._request(view)
+    res.requests.append(f"JoinGroup(member={member_id!r}, requireKnownMemberId={rk}, metadata={protocols[0][1]})")
+    world.coordinator.handle_join_group(
+        GROUP_ID,
+        member_id,
+        None,
+        rk,
+        c,
+        CLIENT_HOST,
+        world.k.ms(world.k.rebalance),
+        world.k.ms(world.k.session),
+        PROTOCOL_TYPE,
+        protocols,
+        world._callback(c, token, "join"),
+    )
+    if world._parks(view, token):
+        if not member_id:
+            group = world.group
+            new = [m for m in (group.members if group is not None else ()) if world.ids.peek(m) is None]
+            member_id = new[0] if new else ""
+        view.phase, view.wait = "JoinWait", member_id
+
+
+def _sync(world: World, c: str, leader: bool, res: StepResult) -> None:
+    view = world.clients[c]
+    assignment = {m: encode_plan(view.members) for m in view.members} if leader else {}
+    view.members = frozenset()  # the list is used up by this request
+    token = world._request(view)
+    res.requests.append(
+        f"SyncGroup(member={view.member!r}, generation={view.gen}, assignment={'plan' if leader else 'none'})"
+    )
+    world.coordinator.handle_sync_group(
+        GROUP_ID, view.gen, view.member, None, None, None, assignment, world._callback(c, token, "sync")
+    )
+    if world._parks(view, token):
+        view.phase, view.wait = "SyncWait", view.member
+
+
+def _heartbeat(world: World, c: str, res: StepResult) -> None:
+    view = world.clients[c]
+    token = world._request(view)
+    res.requests.append(f"Heartbeat(member={view.member!r}, generation={view.gen})")
+    world.coordinator.handle_heartbeat(GROUP_ID, view.member, None, view.gen, world._callback(c, token, "heartbeat"))
+    view.calling = 0
+
+
+def _leave(world: World, c: str, res: StepResult) -> None:
+    view = world.clients[c]
+    member_id = view.member
+    view.reset("Down")
+    token = world._request(None)  # nobody is listening: the consumer has closed
+    res.requests.append(f"LeaveGroup(member={member_id!r})")
+    world.coordinator.handle_leave_group(
+        GROUP_ID, [LeaveMemberIdentity(member_id, None)], world._callback(c, token, "leave")
+    )
+
+
+def _fire(world: World, res: StepResult, chosen: Any = None) -> None:
+    """Fire the earliest timer task, or `chosen`, one that ties with it (see `tie_to_fire`)."""
+    if chosen is not None:
+        res.fired = timer_record(world, chosen)
+        deadline = chosen.deadline_ms()
+        res.requests.append(f"{type(chosen).__name__}.run() at {deadline} (a tie: HashMap order)")
+        world.clock.set_ms(deadline)
+        chosen.run()
+        res.ran = 1
+        return
+    tasks = world.timer.live_tasks()
+    if tasks:
+        res.fired = timer_record(world, tasks[0])
+    res.requests.append("SystemTimer.fire_next()")
+    res.ran = 1 if world.timer.fire_next() else 0
+
+
+def tie_to_fire(world: World, spec_head: Mapping[str, Any]) -> Any:
+    """The live op to fire for the spec's head timer when the implementation's head is another
+    timer made in the same step with the same deadline, else None.
+
+    Kafka creates such timers while iterating a HashMap of member ids (onCompleteJoin,
+    propagateAssignment, onGroupLoaded), so which of them fires first is unspecified: the
+    spec creates them in ascending id, the implementation in join order. Firing the spec's
+    one is what Kafka does for some HashMap order; timers not made together keep their order.
+    """
+    ops = world.ops
+    if not ops or timer_record(world, ops[0]) == spec_head:
+        return None
+    head = ops[0]
+    batch = world.born_step(head)
+    for op in ops[1:]:
+        if op.deadline_ms() != head.deadline_ms():
+            break
+        if world.born_step(op) == batch and timer_record(world, op) == spec_head:
+            return op
+    return None
+
+
+def apply_spec_step(world: World, spec_before: Mapping[str, Any], spec_after: Mapping[str, Any]) -> StepResult:
+    """apply_action for one step of a spec trace, steered to the choices the spec made where
+    Kafka leaves them to HashMap order (prefer_leader, tie_to_fire)."""
+    la = spec_after["lastAction"]
+    tie = None
+    if str(la["name"]) in TIMER_STEPS and spec_before["timers"]:
+        tie = tie_to_fire(world, spec_before["timers"][0])
+    if spec_after["leader"] != spec_before["leader"]:
+        prefer_leader(world, spec_after["leader"])
+    return apply_action(world, la, tie)
+
+
+def prefer_leader(world: World, spec_leader: int) -> None:
+    """Put the spec's new leader first in the group's member order.
+
+    Kafka elects a new leader as the first member of a HashMap (GroupMetadata.remove: any
+    remaining member; maybeElectNewJoinedLeader: any member awaiting join), so the choice is
+    unspecified and the spec lets any candidate lead. The implementation takes the first in
+    its dict order; moving the spec's choice to the front makes it elect that one whenever it
+    is a candidate, and changes nothing else the spec observes (timers made together are
+    compared as a set). A member the implementation would not elect at all stays a divergence.
+    """
+    group = world.group
+    if group is None or spec_leader == NO_MEMBER:
+        return
+    impl_id = world.ids.impl_or_none(spec_leader)
+    members = group.members
+    if impl_id is None or impl_id not in members or next(iter(members)) == impl_id:
+        return
+    first = members.pop(impl_id)
+    rest = list(members.items())
+    members.clear()
+    members[impl_id] = first
+    members.update(rest)
+
+
+def _advance(world: World, units: int, res: StepResult) -> None:
+    target = world.clock.now_ms() + world.k.ms(units)
+    res.requests.append(f"SystemTimer.advance_to({target})")
+    res.ran = world.timer.advance_to(target)
+
+
+def apply_action(world: World, la: Mapping[str, Any], fire: Any = None) -> StepResult:
+    """Perform the spec step `la` (a lastAction record: name, client, member, gen, flag,
+    newMember, resp, dt) on the implementation, driving each client from its own view.
+
+    Requests: JoinGroupUnknownMember(c, rk) -> handle_join_group("" , rk);
+    JoinGroupPendingMember / JoinGroupKnownMember(c, chg) -> handle_join_group(member id,
+    metadata changed iff chg); SyncGroupLeader / SyncGroupFollower -> handle_sync_group
+    (the leader's assignment gives each member of its list the plan); Heartbeat ->
+    handle_heartbeat; LeaveGroup -> handle_leave_group. Time: every timer step (TIMER_STEPS)
+    -> SystemTimer.fire_next() (or `fire`, a live op tying with the head: `tie_to_fire`);
+    AdvanceTime -> advance_to(now + dt * K). Failover:
+    GroupUnload -> on_group_unloaded, GroupLoad -> on_group_loaded. Client events
+    (ClientCrash, ClientRestart, ClientAbandon, ClientRejoin, NoIdLeft) only change the
+    client view; a response to a request its client no longer waits for is lost, as in the
+    spec.
+    """
+    name = str(la["name"])
+    world.step += 1
+    world.step_response = None
+    world._step_token = -1
+    res = StepResult(name)
+    c = _client_name(la)
+    view = world.clients.get(c)
+    flag = bool(la.get("flag", False))
+    ids_before = world.ids.seen
+    clock_before = world.clock.now_ms()
+    pre_member, pre_gen = _action_member_gen(world, name, view)
+    if name == "Init":
+        pass
+    elif name == "JoinGroupUnknownMember":
+        _join(world, c, flag, False, res)
+    elif name == "JoinGroupPendingMember":
+        _join(world, c, False, False, res)
+    elif name == "JoinGroupKnownMember":
+        _join(world, c, False, flag, res)
+    elif name in ("SyncGroupLeader", "SyncGroupFollower"):
+        _sync(world, c, name == "SyncGroupLeader", res)
+    elif name == "Heartbeat":
+        _heartbeat(world, c, res)
+    elif name == "LeaveGroup":
+        _leave(world, c, res)
+    elif name in ("ClientCrash", "NoIdLeft"):
+        view.reset("Down")  # NoIdLeft: the model ran out of ids; the client gives up
+    elif name == "ClientRestart":
+        view.phase = "Unjoined"
+    elif name in ("ClientAbandon", "ClientRejoin"):
+        view.rejoins()
+    elif name in TIMER_STEPS:
+        _fire(world, res, fire)
+    elif name == "AdvanceTime":
+        _advance(world, int(la.get("dt", 1)), res)
+    elif name == "GroupUnload":
+        res.requests.append("on_group_unloaded")
+        world.unload()
+    elif name == "GroupLoad":
+        res.requests.append("on_group_loaded")
+        world.load()
+    else:
+        raise UnknownAction(f"no implementation mapping for spec action {name!r}")
+    if world.step_response is not None:
+        res.response = response_error(world.step_response)
+    world.observe()
+    if name in TIMER_STEPS and res.fired is not None:
+        pre_member, pre_gen = res.fired["member"], res.fired["gen"]
+    new_ids = world.ids.seen - ids_before
+    newest = (world.ids.peek(world.ids.newest(1)[0]) or NO_MEMBER) if new_ids == 1 else NO_MEMBER
+    res.last_action = Record(
+        {
+            "name": name,
+            "client": ModelValue(c) if view is not None else ModelValue("NoClient"),
+            "member": pre_member,
+            "gen": pre_gen,
+            "flag": flag if name in ("JoinGroupUnknownMember", "JoinGroupKnownMember") else False,
+            "newMember": newest,
+            "resp": (
+                res.response
+                if res.response is not None
+                else "PARKED"
+                if res.requests and name not in _NOT_REQUESTS
+                else "NONE"
+            ),
+            "dt": (world.clock.now_ms() - clock_before) // world.k.ms_per_unit,
+        }
+    )
+    if world.k.normalize:
+        res.last_action = normalized_last_action(res.last_action)
+    return res
+
+
+def normalized_last_action(la: Record) -> Record:
+    """The spec's LA(...) under Normalize: the liveness models keep only what their formulas
+    read (who acted, on which member, which id was handed out, whether time moved), so that
+    lastAction splits as few states as possible."""
+    return Record({**la, "gen": NO_GEN, "resp": "", "dt": 1 if la["dt"] > 0 else 0})
+
+
+_NOT_REQUESTS = TIMER_STEPS | {"AdvanceTime", "GroupUnload", "GroupLoad"}
+
+
+def _action_member_gen(world: World, name: str, view: ClientView | None) -> tuple[int, int]:
+    """The member and gen parameters the spec's LA(...) gives each action."""
+    if view is None:
+        return NO_MEMBER, NO_GEN
+    member = world.ids.spec(view.member)
+    if name in ("SyncGroupLeader", "SyncGroupFollower", "Heartbeat", "ClientRejoin"):
+        return member, world.gen(view.gen)
+    if name == "ClientAbandon":
+        return world.ids.spec(view.wait), NO_GEN
+    if name in ("JoinGroupUnknownMember", "ClientRestart", "NoIdLeft"):
+        return NO_MEMBER, NO_GEN
+    return member, NO_GEN
+
+
+def not_enabled(world: World, la: Mapping[str, Any]) -> str | None:
+    """Why the spec step `la` could not happen in the implementation's current state (the
+    spec's enabling conditions read on the client views and the timer), or None if it can.
+    After a divergence the views may no longer allow what the spec does next."""
+    name = str(la["name"])
+    view = world.clients.get(_client_name(la))
+    group = world.group
+    loaded = world.coordinator.is_coordinator_for(GROUP_ID)
+    if view is not None:
+        phase = view.phase
+        pending = loaded and group is not None and view.member in group.pending_members
+        ok = {
+            "JoinGroupUnknownMember": phase == "Unjoined" and not view.member,
+            "JoinGroupPendingMember": phase == "Unjoined" and bool(view.member) and pending,
+            "JoinGroupKnownMember": phase == "Unjoined" and bool(view.member) and not pending,
+            "SyncGroupLeader": phase == "Joined" and view.leader,
+            "SyncGroupFollower": phase == "Joined" and not view.leader,
+            "Heartbeat": phase in ("Joined", "SyncWait", "Stable"),
+            "LeaveGroup": phase != "Down" and bool(view.member),
+            "ClientCrash": phase != "Down",
+            "ClientRestart": phase == "Down",
+            "ClientAbandon": phase in ("JoinWait", "SyncWait"),
+            "ClientRejoin": phase == "Stable",
+            "NoIdLeft": (phase == "Unjoined" and not view.member and len(world.ids) >= world.k.num_ids),
+        }.get(name, True)
+        if not ok:
+            who = f"member {view.member!r}" if view.member else "no member id"
+            return f"client {view.name} is {phase} with {who}" + (
+                f", leader={view.leader}" if name.startswith("SyncGroup") else ""
+            )
+        return None
+    tasks = world.timer.live_tasks()
+    if name in TIMER_STEPS and not tasks:
+        return "no live timer task"
+    if name == "AdvanceTime":
+        if not tasks:
+            return "no live timer task"
+        dt = int(la.get("dt", 1))
+        if world.clock.now_ms() + world.k.ms(dt) >= tasks[0].deadline_ms():
+            return "the next timer is due before that"
+    if name == "GroupUnload" and not loaded:
+        return "the group is not loaded"
+    if name == "GroupLoad" and loaded:
+        return "the group is loaded"
+    return None

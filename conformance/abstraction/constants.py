@@ -1,0 +1,205 @@
+"""The spec's constants and names as the abstraction uses them: units, ids, variables, the
+timer steps, and SpecConstants read from a model's .cfg or a trace's #meta."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kgc.impl.coordinator import (
+    GroupConfig,
+)
+from kgc.spec.values import ModelValue, TlaValue, parse_value
+
+GROUP_ID = "g"
+CLIENT_HOST = "localhost"
+PROTOCOL_TYPE = "consumer"
+PROTOCOL_NAME = "range"
+NO_MEMBER = 0
+NO_GEN = -1
+PLAN_PREFIX = "plan:"
+
+#: The spec's variables in its `vars` order, without lastAction (the action, not state).
+SPEC_VARIABLES: tuple[str, ...] = (
+    "now",
+    "timers",
+    "loaded",
+    "gstate",
+    "generation",
+    "leader",
+    "members",
+    "pending",
+    "awaitingJoin",
+    "awaitingSync",
+    "newMembers",
+    "pendingSync",
+    "plan",
+    "newMemberAdded",
+    "nextId",
+    "store",
+    "failovers",
+    "cphase",
+    "cmember",
+    "cgen",
+    "cleader",
+    "cmembers",
+    "cassign",
+    "cwait",
+    "genLeaders",
+    "genMembers",
+    "leaderLog",
+)
+
+#: Spec actions that are one timer firing (SystemTimer.fire_next()).
+TIMER_STEPS = frozenset(
+    {
+        "SessionTimeoutExpiry",
+        "NewMemberJoinTimeout",
+        "PendingMemberExpiry",
+        "RebalanceTimeout",
+        "InitialDelayedJoin",
+        "DelayedSyncExpiry",
+        "StaleTimerExpiry",
+    }
+)
+
+
+class AbstractionError(Exception):
+    """The implementation state has no spec counterpart (e.g. a deadline that is not a whole
+    number of spec units): a driver or set-up mistake, not a protocol divergence."""
+
+
+class UnknownAction(AbstractionError):
+    """A lastAction name this mapping does not know: the spec grew an action."""
+
+
+# ----------------------------------------------------------------------------------------------
+# Constants
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SpecConstants:
+    """The model constants the mapping needs. Durations are in spec units."""
+
+    clients: tuple[str, ...]
+    num_ids: int
+    session: int
+    rebalance: int
+    initial_delay: int
+    new_member_timeout: int
+    max_group_size: int | None
+    max_failovers: int
+    normalize: bool = False
+    bug: str = "none"
+    ms_per_unit: int = 1000
+
+    def ms(self, units: int) -> int:
+        return units * self.ms_per_unit
+
+    def group_config(self) -> GroupConfig:
+        """Broker settings equal to the model's; session bounds wide enough for any model."""
+        return GroupConfig(
+            min_session_timeout_ms=1,
+            max_session_timeout_ms=max(self.ms(self.session), 1800000),
+            initial_rebalance_delay_ms=self.ms(self.initial_delay),
+            max_group_size=self.max_group_size,
+            new_member_join_timeout_ms=self.ms(self.new_member_timeout),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "clients": list(self.clients),
+            "num_ids": self.num_ids,
+            "session": self.session,
+            "rebalance": self.rebalance,
+            "initial_delay": self.initial_delay,
+            "new_member_timeout": self.new_member_timeout,
+            "max_group_size": self.max_group_size,
+            "max_failovers": self.max_failovers,
+            "normalize": self.normalize,
+            "bug": self.bug,
+            "ms_per_unit": self.ms_per_unit,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SpecConstants:
+        return cls(**{**data, "clients": tuple(data["clients"])})
+
+    @classmethod
+    def from_cfg_text(cls, text: str, ms_per_unit: int = 1000) -> SpecConstants:
+        """From a TLC model config's CONSTANTS section (the `Name = value` lines)."""
+        values = cfg_constants(text)
+
+        def need(name: str) -> Any:
+            if name not in values:
+                raise AbstractionError(f"the model does not set the constant {name}")
+            return values[name]
+
+        clients = need("Clients")
+        return cls(
+            clients=tuple(sorted(str(c) for c in clients)),
+            num_ids=int(need("NumIds")),
+            session=int(need("Session")),
+            rebalance=int(need("Rebalance")),
+            initial_delay=int(need("InitialDelay")),
+            new_member_timeout=int(need("NewMemberTimeout")),
+            max_group_size=int(need("MaxGroupSize")),
+            max_failovers=int(need("MaxFailovers")),
+            normalize=bool(values.get("Normalize", False)),
+            bug=str(values.get("Bug", "none")),
+            ms_per_unit=ms_per_unit,
+        )
+
+    @classmethod
+    def from_cfg(cls, path: Path, ms_per_unit: int = 1000) -> SpecConstants:
+        return cls.from_cfg_text(Path(path).read_text(encoding="utf-8"), ms_per_unit)
+
+    @classmethod
+    def from_model(cls, name: str, ms_per_unit: int = 1000) -> SpecConstants:
+        from kgc.spec.catalog import resolve_model
+
+        return cls.from_cfg(resolve_model(name).config, ms_per_unit)
+
+    def properties_constants(self) -> Any:
+        """The same constants for kgc.conformance.properties."""
+        from kgc.conformance.properties import Constants
+
+        return Constants(
+            num_ids=self.num_ids,
+            max_group_size=self.max_group_size,
+            max_failovers=self.max_failovers,
+            clients=frozenset(ModelValue(c) for c in self.clients),
+        )
+
+
+_CFG_KEYWORDS = re.compile(
+    r"^\s*(SPECIFICATION|INIT|NEXT|INVARIANTS?|PROPERT(?:Y|IES)|CONSTRAINTS?|"
+    r"ACTION_CONSTRAINTS?|SYMMETRY|VIEW|CHECK_DEADLOCK|ALIAS|POSTCONDITION|CONSTANTS?)\b"
+)
+
+
+def cfg_constants(text: str) -> dict[str, TlaValue]:
+    """`Name = value` assignments of a .cfg's CONSTANT(S) sections (comments dropped)."""
+    out: dict[str, TlaValue] = {}
+    inside = False
+    for raw in text.splitlines():
+        line = raw.split("\\*", 1)[0].rstrip()
+        keyword = _CFG_KEYWORDS.match(line)
+        if keyword:
+            inside = keyword.group(1).startswith("CONSTANT")
+            line = line[keyword.end() :]
+        if not inside or "=" not in line or "<-" in line:
+            continue
+        name, _, value = line.partition("=")
+        if name.strip().isidentifier():
+            out[name.strip()] = parse_value(value.strip())
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Member ids and plans
+# ----------------------------------------------------------------------------------------------

@@ -1,0 +1,71 @@
+"""Member ids between the implementation (strings Kafka hands out) and the spec (1..NumIds by
+order of first appearance), and the assignment plans a leader's SyncGroup hands out."""
+
+from __future__ import annotations
+
+from kgc.conformance.abstraction.constants import NO_MEMBER, PLAN_PREFIX
+
+
+class IdMap:
+    """Implementation member id <-> spec id (1, 2, ...) by order of first appearance."""
+
+    def __init__(self) -> None:
+        self._spec: dict[str, int] = {"": NO_MEMBER}
+        self._impl: dict[int, str] = {NO_MEMBER: ""}
+        self._seen = 0
+        self._order: list[str] = []
+
+    def spec(self, impl_id: str | None) -> int:
+        """The spec id; an id never seen before is registered (gets the next number)."""
+        if impl_id is None:
+            return NO_MEMBER
+        got = self._spec.get(impl_id)
+        if got is None:
+            got = len(self._spec)
+            self._spec[impl_id] = got
+            self._impl[got] = impl_id
+            self._seen += 1
+            self._order.append(impl_id)
+        return got
+
+    def peek(self, impl_id: str) -> int | None:
+        return self._spec.get(impl_id)
+
+    def impl(self, spec_id: int) -> str:
+        return self._impl[spec_id]
+
+    def impl_or_none(self, spec_id: int) -> str | None:
+        return self._impl.get(spec_id)
+
+    def newest(self, n: int) -> list[str]:
+        """The implementation ids of the last `n` registrations still mapped."""
+        return self._order[-n:] if n > 0 else []
+
+    @property
+    def seen(self) -> int:
+        """How many distinct implementation ids were ever registered."""
+        return self._seen
+
+    def __len__(self) -> int:
+        return len(self._spec) - 1
+
+    def __repr__(self) -> str:
+        return f"IdMap({ {v: k for k, v in self._spec.items() if v} })"
+
+
+def encode_plan(member_ids: frozenset[str] | set[str]) -> str:
+    """The assignment a leader gives each listed member: the whole plan, so that any member's
+    assignment says which members the plan covered."""
+    return PLAN_PREFIX + ",".join(sorted(member_ids))
+
+
+def decode_plan(assignment: str) -> frozenset[str]:
+    if not assignment.startswith(PLAN_PREFIX):
+        return frozenset()
+    body = assignment[len(PLAN_PREFIX) :]
+    return frozenset(body.split(",")) if body else frozenset()
+
+
+# ----------------------------------------------------------------------------------------------
+# The driver's world
+# ----------------------------------------------------------------------------------------------

@@ -1,0 +1,217 @@
+"""The implementation's state as the spec's variables (abstract_state), timer by timer
+(timer_record). The table of how each variable is computed is in the package docstring."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kgc.conformance.abstraction.constants import GROUP_ID, NO_GEN, NO_MEMBER, SPEC_VARIABLES, AbstractionError
+from kgc.conformance.abstraction.ids import decode_plan
+from kgc.conformance.abstraction.world import ClientView, World
+from kgc.impl.delayed import DelayedHeartbeat, DelayedJoin, DelayedSync, InitialDelayedJoin
+from kgc.impl.group import GroupMetadata, GroupState
+from kgc.spec.values import ModelValue, Record, TlaFunction, TlaValue
+
+
+def _units(world: World, ms: int, what: str) -> int:
+    """A clock reading or deadline in spec units; relative to the clock with Normalize."""
+    base = world.clock.now_ms() if world.k.normalize else world.offset_ms
+    q, r = divmod(ms - base, world.k.ms_per_unit)
+    if r:
+        raise AbstractionError(
+            f"{what} {ms} ms is not a whole number of {world.k.ms_per_unit} ms spec units (offset {world.offset_ms})"
+        )
+    return q
+
+
+def _duration(world: World, ms: int, what: str) -> int:
+    q, r = divmod(ms, world.k.ms_per_unit)
+    if r:
+        raise AbstractionError(f"{what} {ms} ms is not a whole number of spec units")
+    return q
+
+
+def _kind(op: Any) -> str:
+    if isinstance(op, InitialDelayedJoin):
+        return "InitialJoin"
+    if isinstance(op, DelayedJoin):
+        return "Join"
+    if isinstance(op, DelayedSync):
+        return "Sync"
+    if isinstance(op, DelayedHeartbeat):
+        return "Pending" if op.is_pending else "Heartbeat"
+    raise AbstractionError(f"a timer task the spec has no kind for: {op!r}")
+
+
+def is_orphan(op: Any, group: GroupMetadata) -> bool:
+    if isinstance(op, DelayedHeartbeat):
+        if op.is_pending:
+            return op.member_id not in group.pending_members
+        return op.member_id not in group.members
+    return False
+
+
+def _dur(world: World, op: Any, group: GroupMetadata | None) -> str:
+    if not isinstance(op, DelayedHeartbeat):
+        return "none"
+    if op.is_pending:
+        return "session"
+    session, new_member = world.k.ms(world.k.session), world.k.ms(world.k.new_member_timeout)
+    if op.delay_ms == new_member and op.delay_ms != session:
+        return "newMember"
+    if op.delay_ms == session and op.delay_ms != new_member:
+        return "session"
+    if op.delay_ms == session:
+        member = op.group.members.get(op.member_id)
+        return "newMember" if member is not None and member.is_new else "session"
+    return f"<{op.delay_ms} ms: neither Session nor NewMemberTimeout>"
+
+
+def timer_record(world: World, op: Any) -> Record:
+    """One live delayed operation as the spec's timer record (see the module table)."""
+    group = world.group
+    kind = _kind(op)
+    heartbeat = isinstance(op, DelayedHeartbeat)
+    stale = op.group is not group
+    if stale:
+        snap = world.unloaded_ops.get(id(op))
+        if snap is not None and snap.op is op:
+            orphan, olds, nma = snap.orphan, snap.olds, snap.nma
+        else:
+            entry = world.unloaded_groups.get(id(op.group))
+            olds = entry[1] if entry is not None and entry[0] is op.group else frozenset()
+            orphan, nma = False, op.group.new_member_added
+    else:
+        orphan, olds, nma = is_orphan(op, group), frozenset(), False
+    deadline = op.deadline_ms()
+    return Record(
+        {
+            "kind": kind,
+            "member": world.ids.spec(op.member_id) if heartbeat else NO_MEMBER,
+            "deadline": _units(world, deadline, f"{kind} deadline"),
+            "dur": _dur(world, op, group),
+            "gen": world.gen(op.generation_id) if isinstance(op, DelayedSync) else NO_GEN,
+            "delay": _duration(world, op.delay_ms, f"{kind} delay"),
+            "remaining": (
+                _duration(world, op.remaining_ms, "InitialJoin remaining") if isinstance(op, InitialDelayedJoin) else 0
+            ),
+            "stale": stale,
+            "orphan": orphan,
+            "olds": frozenset(world.ids.spec(m) for m in olds),
+            "nma": bool(nma),
+        }
+    )
+
+
+def _plan_of(world: World, assignments: list[str]) -> frozenset[int]:
+    plan: set[int] = set()
+    for a in assignments:
+        plan.update(world.ids.spec(m) for m in decode_plan(a))
+    return frozenset(plan)
+
+
+def _store(world: World, history: bool) -> Record:
+    none = Record({"exists": False, "gen": 0, "leader": NO_MEMBER, "members": frozenset(), "plan": frozenset()})
+    if not history:
+        return none
+    record = world.coordinator.store.load_group(GROUP_ID)
+    if record is None:
+        return none
+    return Record(
+        {
+            "exists": True,
+            "gen": world.gen(record.generation_id),
+            "leader": world.ids.spec(record.leader_id) if record.leader_id else NO_MEMBER,
+            "members": frozenset(world.ids.spec(m.member_id) for m in record.members),
+            "plan": _plan_of(world, [m.assignment for m in record.members]),
+        }
+    )
+
+
+def abstract_state(world: World, failover_history: bool | None = None) -> dict[str, TlaValue]:
+    """The spec variables (all but lastAction) of the implementation's current state.
+
+    `failover_history`: whether store and leaderLog are kept, as the spec keeps them only
+    when MaxFailovers > 0 (the default follows the world's constants; kgc validate's module
+    always allows a failover, so recordings for it keep them)."""
+    history = world.k.max_failovers > 0 if failover_history is None else failover_history
+    ops = world.observe()
+    ids = world.ids
+    group = world.group
+    clients = [ModelValue(c) for c in world.k.clients]
+    views = [world.clients[c] for c in world.k.clients]
+
+    def per_client(get: Callable[[ClientView], Any]) -> TlaFunction:
+        return TlaFunction((mv, get(v)) for mv, v in zip(clients, views))
+
+    if group is not None:
+        members = list(group.members.values())
+        gen = group.generation_id
+        leaders = frozenset(ids.spec(m) for g, g_gen, m in world.self_leaders if g is group and g_gen == gen)
+        settled = group.state in (GroupState.CompletingRebalance, GroupState.Stable)
+        formed = world.formed[1] if settled and world.formed[0] is group else frozenset()
+        live = {
+            "gstate": group.state.value,
+            "generation": world.gen(gen),
+            "leader": ids.spec(group.leader_id) if group.leader_id else NO_MEMBER,
+            "members": frozenset(ids.spec(m.member_id) for m in members),
+            "pending": frozenset(ids.spec(m) for m in group.pending_members),
+            "awaitingJoin": frozenset(ids.spec(m.member_id) for m in members if m.is_awaiting_join),
+            "awaitingSync": frozenset(ids.spec(m.member_id) for m in members if m.is_awaiting_sync),
+            "newMembers": frozenset(ids.spec(m.member_id) for m in members if m.is_new),
+            "pendingSync": frozenset(ids.spec(m) for m in group.pending_sync_members),
+            "plan": (
+                _plan_of(world, [m.assignment for m in members]) if group.state is GroupState.Stable else frozenset()
+            ),
+            "newMemberAdded": bool(group.new_member_added),
+            "genLeaders": leaders,
+            "genMembers": frozenset(ids.spec(m) for m in formed),
+        }
+    else:
+        empty: frozenset[int] = frozenset()
+        live = {
+            "gstate": "Dead",
+            "generation": 0,
+            "leader": NO_MEMBER,
+            "members": empty,
+            "pending": empty,
+            "awaitingJoin": empty,
+            "awaitingSync": empty,
+            "newMembers": empty,
+            "pendingSync": empty,
+            "plan": empty,
+            "newMemberAdded": False,
+            "genLeaders": empty,
+            "genMembers": empty,
+        }
+
+    state: dict[str, TlaValue] = {
+        "now": _units(world, world.clock.now_ms(), "the clock"),
+        "timers": tuple(timer_record(world, op) for op in ops),
+        "loaded": world.coordinator.is_coordinator_for(GROUP_ID),
+        **live,
+        "nextId": len(ids) + 1,
+        "store": _store(world, history),
+        "failovers": world.failovers,
+        "cphase": per_client(lambda v: v.phase),
+        "cmember": per_client(lambda v: ids.spec(v.member)),
+        "cgen": per_client(lambda v: world.gen(v.gen)),
+        "cleader": per_client(lambda v: v.leader),
+        "cmembers": per_client(lambda v: frozenset(ids.spec(m) for m in v.members)),
+        "cassign": per_client(lambda v: frozenset(ids.spec(m) for m in v.assign)),
+        "cwait": per_client(lambda v: ids.spec(v.wait)),
+        "leaderLog": leader_log(world) if history else frozenset(),
+    }
+    return {name: state[name] for name in SPEC_VARIABLES}
+
+
+# ----------------------------------------------------------------------------------------------
+# Clients receiving responses (the spec's DeliverJoin / DeliverSync / ReplyHeartbeat)
+# ----------------------------------------------------------------------------------------------
+
+
+def leader_log(world: World) -> frozenset[tuple[int, int]]:
+    """<<generation, member>> of every NONE JoinGroup response naming its own member leader,
+    over every incarnation of the group (the spec's leaderLog, kept when MaxFailovers > 0)."""
+    return frozenset((gen, world.ids.spec(m)) for _, gen, m in world.self_leaders)

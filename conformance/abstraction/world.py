@@ -1,0 +1,276 @@
+"""The driver's world: a coordinator on a VirtualClock, the spec's clients as Kafka consumers
+(ClientView), and the history the spec keeps as ghost variables (what was produced, the
+snapshot of an unloaded group)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kgc.conformance.abstraction.constants import GROUP_ID, NO_GEN, AbstractionError, SpecConstants
+from kgc.conformance.abstraction.ids import IdMap
+from kgc.impl.clock import VirtualClock
+from kgc.impl.coordinator import (
+    GroupCoordinator,
+    JoinGroupResult,
+)
+from kgc.impl.errors import Errors
+from kgc.impl.group import GroupMetadata, GroupState
+from kgc.impl.timer import SystemTimer
+
+
+@dataclass
+class ClientView:
+    """What a consumer (one spec client) knows: the spec's client variables, in impl ids."""
+
+    name: str
+    phase: str = "Unjoined"
+    member: str = ""
+    gen: int = NO_GEN
+    leader: bool = False
+    members: frozenset[str] = frozenset()
+    assign: frozenset[str] = frozenset()
+    wait: str = ""
+    request: int = 0  # token of its parked JoinGroup/SyncGroup (0: none)
+    calling: int = 0  # token of the request being handled right now
+    answered: bool = False  # the request being handled has had its response
+    subscription: int = 0  # version of its subscription metadata
+
+    def reset(self, phase: str) -> None:
+        """ResetClient: a new consumer, or one told its member id is unknown."""
+        self.phase, self.member, self.gen, self.leader = phase, "", NO_GEN, False
+        self.members, self.assign, self.wait, self.request = frozenset(), frozenset(), "", 0
+        self.calling = 0
+
+    def rejoins(self) -> None:
+        """ClientRejoins (requestRejoin; also ILLEGAL_GENERATION): keep the member id only;
+        generation, leadership, member list and assignment are not read again before the
+        next JoinGroup response overwrites them."""
+        self.phase, self.gen, self.leader, self.wait, self.request = ("Unjoined", NO_GEN, False, "", 0)
+        self.members, self.assign = frozenset(), frozenset()
+
+    def loses_generation(self) -> None:
+        self.rejoins()
+
+
+@dataclass(frozen=True)
+class Produced:
+    """One response the coordinator produced (callback fired), whether or not delivered."""
+
+    step: int
+    client: str
+    kind: str  # "join" | "sync" | "heartbeat" | "leave"
+    token: int
+    result: Any
+    delivered: bool
+
+
+@dataclass
+class _Snapshot:
+    """A live op's bookkeeping fields as they were when its group was unloaded."""
+
+    op: Any
+    orphan: bool
+    olds: frozenset[str]
+    nma: bool
+
+
+class _Watcher:
+    """The coordinator's observer: notes when a generation is formed, then passes every
+    call on to `chained` (e.g. the implementation -> spec recorder)."""
+
+    def __init__(self, world: World, chained: Any = None) -> None:
+        self.world = world
+        self.chained = chained
+
+    def on_request(self, kind: str, group_id: str, args: dict) -> None:
+        if self.chained is not None:
+            self.chained.on_request(kind, group_id, args)
+
+    def on_response(self, kind: str, group_id: str, result: object) -> None:
+        if self.chained is not None:
+            self.chained.on_response(kind, group_id, result)
+
+    def on_timer(self, kind: str, group_id: str, member_id: str | None) -> None:
+        if self.chained is not None:
+            self.chained.on_timer(kind, group_id, member_id)
+
+    def on_transition(self, group_id: str, old: GroupState, new: GroupState) -> None:
+        if old is GroupState.PreparingRebalance and new in (GroupState.CompletingRebalance, GroupState.Empty):
+            group = self.world.coordinator.group(group_id)
+            if group is not None:
+                self.world.formed = (group, frozenset(group.members))
+        if self.chained is not None:
+            self.chained.on_transition(group_id, old, new)
+
+
+class World:
+    """One coordinator hosting group "g", its clock and timer, and the spec's clients.
+
+    `coordinator_class` lets the tests run a seeded-bug subclass (seeded_bugs.py).
+    """
+
+    def __init__(
+        self,
+        constants: SpecConstants,
+        coordinator_class: type[GroupCoordinator] = GroupCoordinator,
+        observer: Any = None,
+        member_id_seed: int = 0,
+    ) -> None:
+        self.k = constants
+        self.clock = VirtualClock(0)
+        self.timer = SystemTimer(self.clock)
+        self.coordinator = coordinator_class(
+            constants.group_config(),
+            self.clock,
+            self.timer,
+            member_id_seed=member_id_seed,
+            observer=_Watcher(self, observer),
+        )
+        self.clients: dict[str, ClientView] = {c: ClientView(c) for c in constants.clients}
+        self.ids = IdMap()
+        self.failovers = 0
+        self.offset_ms = 0
+        self.step = 0
+        self.produced: list[Produced] = []
+        self.formed: tuple[GroupMetadata | None, frozenset[str]] = (None, frozenset())
+        self.self_leaders: list[tuple[GroupMetadata, int, str]] = []
+        self.unloaded_ops: dict[int, _Snapshot] = {}
+        self.unloaded_groups: dict[int, tuple[GroupMetadata, frozenset[str]]] = {}
+        self.op_born: dict[int, tuple[Any, int]] = {}
+        self.ops: list[Any] = []  # the live ops as of the last observe()
+        self._tokens = 0
+        self._step_token = 0
+        self.step_response: Any = None  # the requester's own response, if it came in-step
+
+    # -- views --------------------------------------------------------------------------------
+    @property
+    def group(self) -> GroupMetadata | None:
+        return self.coordinator.group(GROUP_ID)
+
+    def gen(self, generation: int) -> int:
+        """A generation as the spec writes it: as is, or with Normalize 1 for the current
+        one (0 before the first) and 0 for every older one; NoGen stays -1."""
+        if not self.k.normalize or generation == NO_GEN:
+            return generation
+        group = self.group
+        current = group.generation_id if group is not None else 0
+        if generation >= current:
+            return min(generation, 1)
+        return 0
+
+    def born_step(self, op: Any) -> int | None:
+        """The step in which a live op was first seen (ops made in one step form a batch)."""
+        entry = self.op_born.get(id(op))
+        return entry[1] if entry is not None and entry[0] is op else None
+
+    # -- responses ----------------------------------------------------------------------------
+    def _request(self, view: ClientView | None) -> int:
+        """A token for a request about to be sent; its response is delivered to `view` if it
+        comes while the request is handled, or later while the request is parked."""
+        self._tokens += 1
+        self._step_token = self._tokens
+        if view is not None:
+            view.calling, view.answered = self._tokens, False
+        return self._tokens
+
+    def _callback(self, client: str, token: int, kind: str) -> Callable[[Any], None]:
+        def respond(result: Any) -> None:
+            view = self.clients[client]
+            delivered = token in (view.request, view.calling)
+            self.produced.append(Produced(self.step, client, kind, token, result, delivered))
+            if kind == "join":
+                self._note_join(result)
+            if token == self._step_token:
+                self.step_response = result
+            if delivered:
+                if view.request == token:
+                    view.request = 0
+                if view.calling == token:
+                    view.answered = True
+                DELIVER[kind](self, view, result)
+
+        return respond
+
+    def _parks(self, view: ClientView, token: int) -> bool:
+        """After the handler returned: True if the request is parked (no response yet)."""
+        view.calling = 0
+        if view.answered:
+            return False
+        view.request = token
+        return True
+
+    def _note_join(self, result: JoinGroupResult) -> None:
+        """Register the id first, and keep the history genLeaders is made of."""
+        if result.member_id:
+            self.ids.spec(result.member_id)
+        if result.error is Errors.NONE and result.member_id and result.leader_id == result.member_id:
+            group = self.group
+            if group is not None:
+                self.self_leaders.append((group, result.generation_id, result.member_id))
+
+    # -- failover and idle time ---------------------------------------------------------------
+    def unload(self) -> None:
+        """The spec's GroupUnload: the coordinator resigns the group's partition."""
+        self.snapshot_unload()
+        self.coordinator.on_group_unloaded(GROUP_ID)
+        self.failovers += 1
+
+    def load(self) -> None:
+        """The spec's GroupLoad: the coordinator takes the group over from the store."""
+        before = self.group
+        self.coordinator.on_group_loaded(GROUP_ID)
+        group = self.group
+        if group is not None and group is not before:
+            self.formed = (group, frozenset(group.members))
+
+    def advance_idle(self, ms: int) -> None:
+        """Let time pass while no timer task is live: invisible to the spec (its `now` only
+        moves towards a live deadline), so the clock runs ahead of `now` by offset_ms."""
+        if self.timer.size():
+            raise AbstractionError("advance_idle with live timer tasks: use AdvanceTime")
+        self.timer.advance_to(self.clock.now_ms() + ms)
+        self.offset_ms += ms
+
+    # -- bookkeeping after every step ---------------------------------------------------------
+    def observe(self) -> list[Any]:
+        """Register new member ids (order of first appearance) and note new timer ops;
+        returns the live ops (also kept as `ops`)."""
+        group = self.group
+        if group is not None:
+            for m in sorted(group.pending_members):
+                self.ids.spec(m)
+            for m in group.members:
+                self.ids.spec(m)
+        ops = self.timer.live_tasks()
+        for op in ops:
+            if id(op) not in self.op_born or self.op_born[id(op)][0] is not op:
+                self.op_born[id(op)] = (op, self.step)
+            member = getattr(op, "member_id", None)
+            if member:
+                self.ids.spec(member)
+        self.ops = ops
+        return ops
+
+    def snapshot_unload(self) -> None:
+        """Before an unload: what the spec's GroupUnload writes into the timers it makes
+        stale (orphan as it stands, olds = members, nma = newMemberAdded)."""
+        group = self.group
+        if group is None:
+            return
+        olds = frozenset(group.members)
+        self.unloaded_groups[id(group)] = (group, olds)
+        from kgc.conformance.abstraction.state import is_orphan  # here: state imports this module
+
+        for op in self.timer.live_tasks():
+            if getattr(op, "group", None) is group:
+                self.unloaded_ops[id(op)] = _Snapshot(op, is_orphan(op, group), olds, group.new_member_added)
+
+
+DELIVER: dict[str, Callable[[World, ClientView, Any], None]] = {}
+
+
+# ----------------------------------------------------------------------------------------------
+# The abstraction function
+# ----------------------------------------------------------------------------------------------
