@@ -113,19 +113,10 @@ def timer_action(record: Mapping[str, Any]) -> str:
 
 
 class _Events:
-    """Observer chained behind World's: remembers the group's state transitions in a step."""
+    """Listener: remembers the group's state transitions in a step."""
 
     def __init__(self) -> None:
         self.transitions: list[tuple[GroupState, GroupState]] = []
-
-    def on_request(self, kind: str, group_id: str, args: dict) -> None:
-        pass
-
-    def on_response(self, kind: str, group_id: str, result: object) -> None:
-        pass
-
-    def on_timer(self, kind: str, group_id: str, member_id: str | None) -> None:
-        pass
 
     def on_transition(self, group_id: str, old: GroupState, new: GroupState) -> None:
         if group_id == GROUP_ID:
@@ -156,8 +147,12 @@ class RunRecorder:
         self._outsider_member: str | None = None
         self._ids_before = 0
         self.events = _Events()
-        chained = self.events if self.observer is None else _Chain(self.events, self.observer)
-        self.world = World(self.constants, self.coordinator_class, observer=chained, member_id_seed=self.member_id_seed)
+        self.world = World(
+            self.constants,
+            self.coordinator_class,
+            member_id_seed=self.member_id_seed,
+            observers=(self.events, self.observer),
+        )
         self._append(INIT_ACTION, "initial state")
 
     # -- recording ----------------------------------------------------------------------------
@@ -380,18 +375,6 @@ def _batchable(t: Mapping[str, Any]) -> bool:
 
 def _timer_text(t: Mapping[str, Any]) -> str:
     return f"{t['kind']}(member {t['member']}, deadline {t['deadline']})"
-
-
-class _Chain:
-    def __init__(self, *observers: Any) -> None:
-        self.observers = observers
-
-    def __getattr__(self, hook: str) -> Callable[..., None]:
-        def call(*args: Any) -> None:
-            for o in self.observers:
-                getattr(o, hook)(*args)
-
-        return call
 
 
 def _describe(name: str, client: str | None, flag: bool) -> str:

@@ -100,28 +100,25 @@ class World:
 
     def __post_init__(self) -> None:
         # imported here so that the format (scenario.py) is usable without kgc.impl
-        from kgc.impl.clock import VirtualClock
-        from kgc.impl.coordinator import GroupConfig, GroupCoordinator
-        from kgc.impl.timer import SystemTimer
+        from kgc.conformance.driver import Driver
+        from kgc.impl.coordinator import GroupConfig
 
         cfg = self.scenario.config
-        self.clock = VirtualClock(0)
-        self.timer = SystemTimer(self.clock)
         config = GroupConfig(
             min_session_timeout_ms=cfg.min_session_timeout_ms,
             max_session_timeout_ms=cfg.max_session_timeout_ms,
             initial_rebalance_delay_ms=cfg.initial_rebalance_delay_ms,
             max_group_size=cfg.max_group_size,
         )
-        cls = self.coordinator_class or GroupCoordinator
         store = None
         if self.store_path is not None:
             from kgc.impl.durable_store import FileGroupStore
 
             store = FileGroupStore(self.store_path)
-        self.coordinator = cls(
-            config, self.clock, self.timer, store=store, member_id_seed=MEMBER_ID_SEED, observer=self.observer
+        driver = Driver(
+            config, self.coordinator_class, store=store, member_id_seed=MEMBER_ID_SEED, listeners=(self.observer,)
         )
+        self.clock, self.timer, self.coordinator = driver.clock, driver.timer, driver.coordinator
 
     def reopen_store(self) -> None:
         """A `load` on a durable store reads the group back from disk, as a coordinator taking

@@ -10,14 +10,13 @@ from typing import Any
 
 from kgc.conformance.abstraction.constants import GROUP_ID, NO_GEN, AbstractionError, SpecConstants
 from kgc.conformance.abstraction.ids import IdMap
-from kgc.impl.clock import VirtualClock
+from kgc.conformance.driver import Driver
 from kgc.impl.coordinator import (
     GroupCoordinator,
     JoinGroupResult,
 )
 from kgc.impl.errors import Errors
 from kgc.impl.group import GroupMetadata, GroupState
-from kgc.impl.timer import SystemTimer
 
 
 @dataclass
@@ -76,33 +75,18 @@ class _Snapshot:
     nma: bool
 
 
-class _Watcher:
-    """The coordinator's observer: notes when a generation is formed, then passes every
-    call on to `chained` (e.g. the implementation -> spec recorder)."""
+class _GenerationFormed:
+    """Listener: notes the group and its members when a generation is formed (the spec's
+    genMembers)."""
 
-    def __init__(self, world: World, chained: Any = None) -> None:
+    def __init__(self, world: World) -> None:
         self.world = world
-        self.chained = chained
-
-    def on_request(self, kind: str, group_id: str, args: dict) -> None:
-        if self.chained is not None:
-            self.chained.on_request(kind, group_id, args)
-
-    def on_response(self, kind: str, group_id: str, result: object) -> None:
-        if self.chained is not None:
-            self.chained.on_response(kind, group_id, result)
-
-    def on_timer(self, kind: str, group_id: str, member_id: str | None) -> None:
-        if self.chained is not None:
-            self.chained.on_timer(kind, group_id, member_id)
 
     def on_transition(self, group_id: str, old: GroupState, new: GroupState) -> None:
         if old is GroupState.PreparingRebalance and new in (GroupState.CompletingRebalance, GroupState.Empty):
             group = self.world.coordinator.group(group_id)
             if group is not None:
                 self.world.formed = (group, frozenset(group.members))
-        if self.chained is not None:
-            self.chained.on_transition(group_id, old, new)
 
 
 class World:
@@ -117,17 +101,18 @@ class World:
         coordinator_class: type[GroupCoordinator] = GroupCoordinator,
         observer: Any = None,
         member_id_seed: int = 0,
+        observers: tuple[Any, ...] = (),
     ) -> None:
         self.k = constants
-        self.clock = VirtualClock(0)
-        self.timer = SystemTimer(self.clock)
-        self.coordinator = coordinator_class(
+        self.driver = Driver(
             constants.group_config(),
-            self.clock,
-            self.timer,
+            coordinator_class,
             member_id_seed=member_id_seed,
-            observer=_Watcher(self, observer),
+            listeners=(_GenerationFormed(self), observer, *observers),
         )
+        self.clock = self.driver.clock
+        self.timer = self.driver.timer
+        self.coordinator = self.driver.coordinator
         self.clients: dict[str, ClientView] = {c: ClientView(c) for c in constants.clients}
         self.ids = IdMap()
         self.failovers = 0

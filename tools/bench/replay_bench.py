@@ -30,14 +30,12 @@ VALIDATE_TARGET = 3_000
 
 
 def _coordinator_rate(requests: int) -> tuple[float, int]:
-    from kgc.impl.clock import VirtualClock
-    from kgc.impl.coordinator import GroupConfig, GroupCoordinator
+    from kgc.conformance.driver import Driver
+    from kgc.impl.coordinator import GroupConfig
     from kgc.impl.errors import Errors
-    from kgc.impl.timer import SystemTimer
 
-    clock = VirtualClock()
-    timer = SystemTimer(clock)
-    coord = GroupCoordinator(GroupConfig(min_session_timeout_ms=10, initial_rebalance_delay_ms=0), clock, timer)
+    driver = Driver(GroupConfig(min_session_timeout_ms=10, initial_rebalance_delay_ms=0))
+    clock, timer, coord = driver.clock, driver.timer, driver.coordinator
     answers: dict[str, Any] = {}
     protos = [("range", "")]
     for i in range(10):
