@@ -560,8 +560,6 @@ def build_module(
         '    ClientFaults = {"crash", "abandon", "leave", "rejoin", "change"}',
         f"    MaxFailovers = {max(1, consts.failovers)}",
         "    Normalize = FALSE",
-        "    MaxGen = 0",
-        "    MaxTime = 0",
         '    Bug = "none"',
     ]
     cfg.append(f"INVARIANTS {invariants}" if stop_at is None else "INVARIANT BeforeStop")

@@ -48,9 +48,10 @@
 (* clock may run ahead of now by an offset while no timer is live.         *)
 (* lastAction.dt says how far a step moved the clock.                     *)
 (*                                                                         *)
-(* Checking.  Safety models keep the absolute clock (as replay needs) and  *)
-(* fold it with a VIEW (TimeFreeView, GenTimeFreeView: deadlines relative  *)
-(* to now, generations relative to the group's, lastAction dropped).       *)
+(* Checking (model plumbing in MCGroupCoordinator.tla).  Safety models    *)
+(* keep the absolute clock (as replay needs) and fold it with a VIEW       *)
+(* (TimeFreeView, GenTimeFreeView: deadlines relative to now, generations *)
+(* relative to the group's, lastAction dropped).                          *)
 (* TLC's liveness checking cannot use a VIEW, so liveness models set       *)
 (* Normalize: the clock stays 0 with deadlines relative to it, generations *)
 (* older than the current one are all written 0, and lastAction keeps     *)
@@ -95,7 +96,6 @@ CONSTANTS
     ClientFaults,     \* subset of {"crash", "abandon", "leave", "rejoin", "change"}
     MaxFailovers,     \* how many times the group may be unloaded (0: never)
     Normalize,        \* relative clock and generations (liveness models)
-    MaxGen, MaxTime,  \* model bounds, used only by StateBound (a CONSTRAINT)
     Bug               \* "none", or the name of one seeded defect
 
 NoMember == 0
@@ -977,35 +977,7 @@ TimeFair == []<>(timers = <<>>) \/ []<><<lastAction'.dt > 0>>_vars
 (* Spec, fair to time only: clients may crash, stop, or keep heartbeating. *)
 FairSpec == Spec /\ TimeFair
 
-StateBound == generation <= MaxGen /\ now <= MaxTime
-
-(* A VIEW for safety models: states that differ only in the absolute time  *)
-(* (deadlines are taken relative to now) or in lastAction are one state.   *)
-(* Everything the spec does depends on deadline - now only, and no         *)
-(* invariant reads lastAction, so checking is unchanged; traces still show *)
-(* real states.  Not for liveness checking.                                *)
-TimeFreeView ==
-    <<[i \in DOMAIN timers |-> [timers[i] EXCEPT !.deadline = @ - now]],
-      loaded, gstate, generation, leader, members, pending, awaitingJoin, awaitingSync,
-      newMembers, pendingSync, plan, newMemberAdded, nextId, store, failovers,
-      cphase, cmember, cgen, cleader, cmembers, cassign, cwait, genLeaders, genMembers, leaderLog>>
-
-(* TimeFreeView, and generations taken relative to the group's: the protocol *)
-(* only compares generations for equality (and tests generation = 0), so  *)
-(* states one rebalance apart in number but alike otherwise are one.      *)
-(* It drops leaderLog too: check GenerationLeaderUniqueAcrossFailovers    *)
-(* with TimeFreeView.                                                     *)
-RelGen(g) == IF g = NoGen THEN NoGen - 1000 ELSE g - generation
-GenTimeFreeView ==
-    <<[i \in DOMAIN timers |-> [timers[i] EXCEPT !.deadline = @ - now,
-                                               !.gen = RelGen(@)]],
-      loaded, gstate, generation = 0, leader, members, pending, awaitingJoin, awaitingSync,
-      newMembers, pendingSync, plan, newMemberAdded, nextId,
-      [store EXCEPT !.gen = RelGen(@)], failovers,
-      cphase, cmember, [c \in Clients |-> RelGen(cgen[c])], cleader, cmembers, cassign, cwait,
-      genLeaders, genMembers>>
-
-ClientSymmetry == Permutations(Clients)
+(* Model plumbing (bounds, views, symmetry) is in MCGroupCoordinator.tla. *)
 
 -----------------------------------------------------------------------------
 (* Properties                                                              *)

@@ -2,8 +2,9 @@
 
 Convention (keep spec/models/README.md, once written, in agreement): a model NAME is the
 config spec/models/NAME.cfg; it runs with spec/models/MCNAME.tla when that file exists (an MC
-module EXTENDS the spec and adds model-only definitions: constants, symmetry, views), and with
-spec/GroupCoordinator.tla otherwise. Every .tla under spec/ is copied beside the root module,
+module EXTENDS the spec and adds model-only definitions: constants, symmetry, views), else with
+spec/MCGroupCoordinator.tla (the shared model plumbing: bounds, views, symmetry), and with
+spec/GroupCoordinator.tla when neither exists (a spec folder without plumbing). Every .tla under spec/ is copied beside the root module,
 since any of them may be EXTENDed.
 """
 
@@ -18,6 +19,8 @@ __all__ = ["DEFAULT_MODULE", "Model", "ModelNotFoundError", "available_models", 
 
 SPEC_PACKAGE = "kgc.spec"
 DEFAULT_MODULE = "GroupCoordinator"
+# the model plumbing (bounds, views, symmetry) every shipped model runs against
+MODEL_MODULE = "MCGroupCoordinator"
 
 
 class ModelNotFoundError(LookupError):
@@ -67,7 +70,8 @@ def resolve_model(name: str, root: Path | None = None) -> Model:
         listing = ", ".join(known) if known else "none yet"
         raise ModelNotFoundError(f"no model {name!r}: {config} does not exist (models in {models}: {listing})")
     mc_module = models / f"MC{name}.tla"
-    module = mc_module if mc_module.is_file() else root / f"{DEFAULT_MODULE}.tla"
+    plumbing = root / f"{MODEL_MODULE}.tla"
+    module = mc_module if mc_module.is_file() else plumbing if plumbing.is_file() else root / f"{DEFAULT_MODULE}.tla"
     if not module.is_file():
         raise ModelNotFoundError(f"model {name!r} needs {mc_module.name} in {models} or {module}, and neither exists")
     others = tuple(sorted(p for p in root.glob("*.tla") if p != module))

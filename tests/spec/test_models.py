@@ -99,7 +99,7 @@ def run_tlc(model: str, workdir: Path) -> Run:
         shutil.copy(tla, workdir)
     shutil.copy(MODELS / f"{model}.cfg", workdir)
     mc = MODELS / f"MC{model}.tla"
-    root = "GroupCoordinator"
+    root = "MCGroupCoordinator" if (SPEC / "MCGroupCoordinator.tla").is_file() else "GroupCoordinator"
     if mc.is_file():
         shutil.copy(mc, workdir)
         root = mc.stem

@@ -17,23 +17,12 @@ import time
 from pathlib import Path
 
 import pytest
+from toolsupport import processes_mentioning
 
 pytestmark = pytest.mark.slow
 
 KGC = Path(sys.executable).with_name("kgc")
 RNG = random.Random(int(os.environ.get("KGC_INTERRUPT_SEED", "15")))
-
-
-def processes_mentioning(text: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if text in (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
 
 
 def commands(folder: Path) -> dict[str, list[str]]:

@@ -1,0 +1,45 @@
+--------------------------- MODULE MCGroupCoordinator -------------------------
+(***************************************************************************)
+(* Model plumbing for TLC, kept out of GroupCoordinator.tla so that the    *)
+(* protocol module reads as the protocol: the bounds of the state space    *)
+(* (a CONSTRAINT), the VIEWs that fold states differing only in absolute   *)
+(* time or generation numbering, and the symmetry of the clients.  Every   *)
+(* model in spec/models/ runs against this module (or an MC<model>.tla    *)
+(* that extends the spec the same way).                                    *)
+(***************************************************************************)
+EXTENDS GroupCoordinator, TLC
+
+CONSTANTS
+    MaxGen, MaxTime   \* model bounds, used only by StateBound (a CONSTRAINT)
+
+StateBound == generation <= MaxGen /\ now <= MaxTime
+
+(* A VIEW for safety models: states that differ only in the absolute time  *)
+(* (deadlines are taken relative to now) or in lastAction are one state.   *)
+(* Everything the spec does depends on deadline - now only, and no         *)
+(* invariant reads lastAction, so checking is unchanged; traces still show *)
+(* real states.  Not for liveness checking.                                *)
+TimeFreeView ==
+    <<[i \in DOMAIN timers |-> [timers[i] EXCEPT !.deadline = @ - now]],
+      loaded, gstate, generation, leader, members, pending, awaitingJoin, awaitingSync,
+      newMembers, pendingSync, plan, newMemberAdded, nextId, store, failovers,
+      cphase, cmember, cgen, cleader, cmembers, cassign, cwait, genLeaders, genMembers, leaderLog>>
+
+(* TimeFreeView, and generations taken relative to the group's: the protocol *)
+(* only compares generations for equality (and tests generation = 0), so  *)
+(* states one rebalance apart in number but alike otherwise are one.      *)
+(* It drops leaderLog too: check GenerationLeaderUniqueAcrossFailovers    *)
+(* with TimeFreeView.                                                     *)
+RelGen(g) == IF g = NoGen THEN NoGen - 1000 ELSE g - generation
+GenTimeFreeView ==
+    <<[i \in DOMAIN timers |-> [timers[i] EXCEPT !.deadline = @ - now,
+                                               !.gen = RelGen(@)]],
+      loaded, gstate, generation = 0, leader, members, pending, awaitingJoin, awaitingSync,
+      newMembers, pendingSync, plan, newMemberAdded, nextId,
+      [store EXCEPT !.gen = RelGen(@)], failovers,
+      cphase, cmember, [c \in Clients |-> RelGen(cgen[c])], cleader, cmembers, cassign, cwait,
+      genLeaders, genMembers>>
+
+ClientSymmetry == Permutations(Clients)
+
+=============================================================================
