@@ -16,15 +16,20 @@ from typing import Any
 
 from kgc.conformance import refs
 from kgc.conformance.scenario import (
+    REQUEST_TYPES,
     STATE_NAMES,
+    Commit,
     Expect,
     ExpectState,
     Heartbeat,
     Join,
     Leave,
     Load,
+    LoadBegin,
     Scenario,
+    ScenarioError,
     Step,
+    Store,
     Sync,
     Tick,
     Unload,
@@ -115,6 +120,11 @@ class World:
             from kgc.impl.durable_store import FileGroupStore
 
             store = FileGroupStore(self.store_path)
+        if cfg.store == "deferred":
+            from kgc.impl.store import DeferredGroupStore, InMemoryGroupStore
+
+            # Writes wait for the scenario's `store` steps, as Kafka's wait for the append.
+            store = DeferredGroupStore(store if store is not None else InMemoryGroupStore())
         driver = Driver(
             config, self.coordinator_class, store=store, member_id_seed=MEMBER_ID_SEED, listeners=(self.observer,)
         )
@@ -125,9 +135,14 @@ class World:
         the partition over does: the file is closed and recovered, not read from memory."""
         if self.store_path is not None:
             from kgc.impl.durable_store import FileGroupStore
+            from kgc.impl.store import DeferredGroupStore
 
-            self.coordinator.store.close()
-            self.coordinator.store = FileGroupStore(self.store_path)
+            store = self.coordinator.store
+            store.close()
+            if isinstance(store, DeferredGroupStore):
+                store.inner = FileGroupStore(self.store_path)
+            else:
+                self.coordinator.store = FileGroupStore(self.store_path)
 
     def close(self) -> None:
         if self.store_path is not None:
@@ -154,7 +169,7 @@ class World:
     # -- actions -----------------------------------------------------------------------------
 
     def send(self, index: int, step: Step) -> None:
-        if isinstance(step, (Join, Sync, Heartbeat, Leave)):
+        if isinstance(step, REQUEST_TYPES):
             member_id = self.resolve(step.member, index)
             self.requests[step.id] = step
             self.responses[step.id] = []
@@ -173,14 +188,35 @@ class World:
                 step.protocol_type,
                 [tuple(p) for p in step.protocols],
                 callback,
+                supports_skip_assignment=step.supports_skip_assignment,
             )
         elif isinstance(step, Sync):
             assignment = {self.resolve(k, index): v for k, v in step.assignment}
-            c.handle_sync_group(step.group, step.generation, member_id, None, None, None, assignment, callback)
+            c.handle_sync_group(
+                step.group,
+                step.generation,
+                member_id,
+                step.protocol_type,
+                step.protocol,
+                step.instance,
+                assignment,
+                callback,
+            )
         elif isinstance(step, Heartbeat):
-            c.handle_heartbeat(step.group, member_id, None, step.generation, callback)
+            c.handle_heartbeat(step.group, member_id, step.instance, step.generation, callback)
         elif isinstance(step, Leave):
-            c.handle_leave_group(step.group, [_leave_identity(member_id)], callback)
+            c.handle_leave_group(step.group, [_leave_identity(member_id, step.instance)], callback)
+        elif isinstance(step, Commit):
+            c.handle_commit_offsets(step.group, member_id, step.instance, step.generation, dict(step.offsets), callback)
+        elif isinstance(step, Store):
+            from kgc.impl.errors import Errors
+
+            if not c.store.complete_next(step.group, Errors.for_name(step.error)):
+                raise ScenarioError(
+                    self.scenario.file, index, f"`store`: group {step.group!r} has no unfinished write to complete"
+                )
+        elif isinstance(step, LoadBegin):
+            c.on_group_load_begin(step.group)
         elif isinstance(step, Tick):
             self.timer.advance_to(self.clock.now_ms() + step.ms)
         elif isinstance(step, Unload):
@@ -229,13 +265,23 @@ class World:
                 want = refs.resolve_optional(want, self.join_answer, self.scenario.file, index)
             elif key == "members":
                 want = sorted(set(self.resolve(m, index) for m in want))
+            elif key == "static_members":
+                want = {instance: self.resolve(m, index) for instance, m in want}
             expected_vals[key] = want
         _compare(f"group {step.group!r}", expected_vals, seen, None)
 
     def group_view(self, group_id: str) -> dict[str, Any]:
         """The coordinator's view of a group in the contract's terms (a group it does not hold
         is Dead, with nothing in it)."""
-        group = self.coordinator.group(group_id)
+        c = self.coordinator
+        group = c.group(group_id)
+        pending_for = getattr(c.store, "pending_for", None)
+        record = c.store.load_group(group_id)
+        store_view = {
+            "unfinished_writes": pending_for(group_id) if pending_for is not None else 0,
+            "stored_generation": record.generation_id if record is not None else None,
+            "loading": c.is_loading(group_id),
+        }
         if group is None:
             return {
                 "state": "Dead",
@@ -245,6 +291,8 @@ class World:
                 "member_count": 0,
                 "pending_count": 0,
                 "protocol": None,
+                "static_members": {},
+                **store_view,
             }
         return {
             "state": state_name(group.state),
@@ -254,15 +302,17 @@ class World:
             "member_count": len(group.members),
             "pending_count": len(group.pending_members),
             "protocol": group.protocol_name,
+            "static_members": {
+                m.group_instance_id: m.member_id for m in group.all_member_metadata() if m.group_instance_id is not None
+            },
+            **store_view,
         }
 
 
-def _leave_identity(member_id: str) -> Any:
-    try:
-        from kgc.impl.coordinator import LeaveMemberIdentity
-    except ImportError:
-        from kgc.impl.protocol import LeaveMemberIdentity  # type: ignore[no-redef]
-    return LeaveMemberIdentity(member_id, None)
+def _leave_identity(member_id: str, instance: str | None = None) -> Any:
+    from kgc.impl.coordinator import LeaveMemberIdentity
+
+    return LeaveMemberIdentity(member_id, instance)
 
 
 def response_fields(request: Step, result: Any) -> dict[str, Any]:
@@ -275,9 +325,18 @@ def response_fields(request: Step, result: Any) -> dict[str, Any]:
             "member_id_given": bool(result.member_id),
             "members": sorted(m.member_id for m in result.members),
             "protocol": result.protocol_name,
+            "skip_assignment": result.skip_assignment,
         }
     if isinstance(request, Sync):
-        return {"error": error_name(result.error), "assignment": result.member_assignment}
+        return {
+            "error": error_name(result.error),
+            "assignment": result.member_assignment,
+            "protocol_type": result.protocol_type,
+        }
+    if isinstance(request, Commit):
+        # One OffsetCommit answers per partition; a scenario's commit gets one error for all
+        # of them in Kafka's classic coordinator, so any partition's is the response's.
+        return {"error": error_name(next(iter(result.values())))}
     if isinstance(request, Heartbeat):
         return {"error": error_name(result)}
     # Leave: the member's own error where the top-level error is NONE, else the top-level one

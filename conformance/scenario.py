@@ -1,4 +1,4 @@
-"""The scenario file format (version 1): parse and validate, nothing else.
+"""The scenario file format (versions 1 and 2): parse and validate, nothing else.
 
 The format is a contract (docs/scenario-format.md) that files written by other
 people and tools rely on, so every check that can be made without running the coordinator is made
@@ -16,7 +16,9 @@ from typing import Any
 
 from kgc.spec.jsonfile import InputError, read_json
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: Formats this reader knows; version 2 only adds to version 1 (docs/scenario-format.md).
+FORMAT_VERSIONS = (1, 2)
 
 #: Error names the contract lets an `expect` name.
 ERROR_NAMES: frozenset[str] = frozenset(
@@ -33,8 +35,31 @@ ERROR_NAMES: frozenset[str] = frozenset(
         "NOT_COORDINATOR",
         "INVALID_GROUP_ID",
         "UNKNOWN_SERVER_ERROR",
+        # v2
+        "FENCED_INSTANCE_ID",
+        "COORDINATOR_LOAD_IN_PROGRESS",
+        "GROUP_ID_NOT_FOUND",
     }
 )
+
+#: What a `store` step may say the append to the offsets topic returned (v2).
+APPEND_ERROR_NAMES: frozenset[str] = frozenset(
+    {
+        "NONE",
+        "NOT_ENOUGH_REPLICAS",
+        "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+        "REQUEST_TIMED_OUT",
+        "UNKNOWN_TOPIC_OR_PARTITION",
+        "NOT_LEADER_OR_FOLLOWER",
+        "KAFKA_STORAGE_ERROR",
+        "MESSAGE_TOO_LARGE",
+        "RECORD_LIST_TOO_LARGE",
+        "INVALID_FETCH_SIZE",
+    }
+)
+
+#: v2 `store` config values.
+STORE_MODES: frozenset[str] = frozenset({"immediate", "deferred"})
 
 #: Group states an `expect_state` may name (Kafka's GroupState names).
 STATE_NAMES: frozenset[str] = frozenset(
@@ -49,11 +74,12 @@ STATE_NAMES: frozenset[str] = frozenset(
 
 #: The contract's defaults. initial_rebalance_delay_ms is 0 here, unlike the broker's 3000, so
 #: that a scenario only waits for the initial delay when it says so.
-CONFIG_DEFAULTS: dict[str, int | None] = {
+CONFIG_DEFAULTS: dict[str, int | str | None] = {
     "min_session_timeout_ms": 6000,
     "max_session_timeout_ms": 1800000,
     "initial_rebalance_delay_ms": 0,
     "max_group_size": None,
+    "store": "immediate",  # v2
 }
 
 
@@ -91,6 +117,7 @@ class ScenarioConfig:
     max_session_timeout_ms: int = 1800000
     initial_rebalance_delay_ms: int = 0
     max_group_size: int | None = None
+    store: str = "immediate"  # v2: "immediate" | "deferred"
 
 
 @dataclass(frozen=True)
@@ -105,6 +132,12 @@ class Join:
     protocol_type: str = "consumer"
     protocols: tuple[tuple[str, str], ...] = (("range", ""),)
     require_known_member: bool = False
+    version: int | None = None  # v2: JoinGroup API version; None keeps version 1's meaning
+
+    @property
+    def supports_skip_assignment(self) -> bool:
+        """JoinGroup v9+ carries KIP-814's skip_assignment."""
+        return self.version is not None and self.version >= 9
 
 
 @dataclass(frozen=True)
@@ -114,6 +147,9 @@ class Sync:
     member: MemberRef
     generation: int
     assignment: tuple[tuple[MemberRef, str], ...] = ()
+    instance: str | None = None  # v2
+    protocol_type: str | None = None  # v2 (SyncGroup v5)
+    protocol: str | None = None  # v2 (SyncGroup v5)
 
 
 @dataclass(frozen=True)
@@ -122,6 +158,7 @@ class Heartbeat:
     group: str
     member: MemberRef
     generation: int
+    instance: str | None = None  # v2
 
 
 @dataclass(frozen=True)
@@ -129,6 +166,34 @@ class Leave:
     id: str
     group: str
     member: MemberRef
+    instance: str | None = None  # v2
+
+
+@dataclass(frozen=True)
+class Commit:
+    """v2: an OffsetCommit (GroupCoordinator.handleCommitOffsets)."""
+
+    id: str
+    group: str
+    member: MemberRef = ""
+    generation: int = -1
+    instance: str | None = None
+    offsets: tuple[tuple[str, int], ...] = (("t-0", 0),)
+
+
+@dataclass(frozen=True)
+class Store:
+    """v2: complete the oldest unfinished group-metadata write of `group` with `error`."""
+
+    group: str
+    error: str = "NONE"
+
+
+@dataclass(frozen=True)
+class LoadBegin:
+    """v2: the coordinator starts loading the group's partition (the loading window)."""
+
+    group: str
 
 
 @dataclass(frozen=True)
@@ -146,8 +211,9 @@ class Load:
     group: str
 
 
-Request = Join | Sync | Heartbeat | Leave
-Action = Join | Sync | Heartbeat | Leave | Tick | Unload | Load
+Request = Join | Sync | Heartbeat | Leave | Commit
+Action = Join | Sync | Heartbeat | Leave | Commit | Tick | Unload | Load | Store | LoadBegin
+REQUEST_TYPES: tuple[type, ...] = (Join, Sync, Heartbeat, Leave, Commit)
 
 
 @dataclass(frozen=True)
@@ -262,6 +328,7 @@ def _parse_join(s: dict[str, Any]) -> Join:
             "protocol_type",
             "protocols",
             "require_known_member",
+            "version",
         },
         "a `join`",
     )
@@ -274,6 +341,21 @@ def _parse_join(s: dict[str, Any]) -> Join:
         ):
             raise _Invalid(f"`protocols` must be a list of [name, metadata] string pairs, got {json.dumps(raw)}")
         protocols = tuple((p[0], p[1]) for p in raw)
+    instance = _opt_str(s, "instance") if "instance" in s else None
+    require_known = _bool(s, "require_known_member") if "require_known_member" in s else False
+    version: int | None = None
+    if "version" in s and s["version"] is not None:
+        version = _int(s, "version", minimum=0)
+        # KafkaApis.handleJoinGroupRequest: requireKnownMemberId = version >= 4 && no instance id
+        # (a static member is never asked for MEMBER_ID_REQUIRED, so the flag is moot for it).
+        if "require_known_member" in s and require_known != (version >= 4):
+            raise _Invalid(
+                f"`require_known_member` {json.dumps(require_known)} contradicts JoinGroup `version` {version} "
+                f"(MEMBER_ID_REQUIRED from version 4 on)"
+            )
+        require_known = version >= 4
+        if instance is not None and version < 5:
+            raise _Invalid(f"`instance` needs JoinGroup version 5 or later, got `version` {version}")
     return Join(
         id=_str(s, "id"),
         group=_str(s, "group"),
@@ -284,12 +366,18 @@ def _parse_join(s: dict[str, Any]) -> Join:
         rebalance_timeout_ms=(_int(s, "rebalance_timeout_ms") if "rebalance_timeout_ms" in s else session),
         protocol_type=_str(s, "protocol_type") if "protocol_type" in s else "consumer",
         protocols=protocols,
-        require_known_member=(_bool(s, "require_known_member") if "require_known_member" in s else False),
+        require_known_member=require_known,
+        version=version,
     )
 
 
 def _parse_sync(s: dict[str, Any]) -> Sync:
-    _check_keys(s, {"do", "id", "group", "member", "generation"}, {"assignment"}, "a `sync`")
+    _check_keys(
+        s,
+        {"do", "id", "group", "member", "generation"},
+        {"assignment", "instance", "protocol_type", "protocol"},
+        "a `sync`",
+    )
     assignment: tuple[tuple[MemberRef, str], ...] = ()
     if "assignment" in s:
         raw = s["assignment"]
@@ -307,22 +395,67 @@ def _parse_sync(s: dict[str, Any]) -> Sync:
         member=_member_ref(s["member"], "`member`"),
         generation=_int(s, "generation"),
         assignment=assignment,
+        instance=_opt_str(s, "instance") if "instance" in s else None,
+        protocol_type=_opt_str(s, "protocol_type") if "protocol_type" in s else None,
+        protocol=_opt_str(s, "protocol") if "protocol" in s else None,
     )
 
 
 def _parse_heartbeat(s: dict[str, Any]) -> Heartbeat:
-    _check_keys(s, {"do", "id", "group", "member", "generation"}, set(), "a `heartbeat`")
+    _check_keys(s, {"do", "id", "group", "member", "generation"}, {"instance"}, "a `heartbeat`")
     return Heartbeat(
         id=_str(s, "id"),
         group=_str(s, "group"),
         member=_member_ref(s["member"], "`member`"),
         generation=_int(s, "generation"),
+        instance=_opt_str(s, "instance") if "instance" in s else None,
     )
 
 
 def _parse_leave(s: dict[str, Any]) -> Leave:
-    _check_keys(s, {"do", "id", "group", "member"}, set(), "a `leave`")
-    return Leave(id=_str(s, "id"), group=_str(s, "group"), member=_member_ref(s["member"], "`member`"))
+    _check_keys(s, {"do", "id", "group", "member"}, {"instance"}, "a `leave`")
+    return Leave(
+        id=_str(s, "id"),
+        group=_str(s, "group"),
+        member=_member_ref(s["member"], "`member`"),
+        instance=_opt_str(s, "instance") if "instance" in s else None,
+    )
+
+
+def _parse_commit(s: dict[str, Any]) -> Commit:
+    _check_keys(s, {"do", "id", "group"}, {"member", "generation", "instance", "offsets"}, "a `commit`")
+    offsets: tuple[tuple[str, int], ...] = (("t-0", 0),)
+    if "offsets" in s:
+        raw = s["offsets"]
+        if not isinstance(raw, dict) or not raw:
+            raise _Invalid(f"`offsets` must be a non-empty object (partition -> offset), got {json.dumps(raw)}")
+        pairs = []
+        for k, v in raw.items():
+            if not _is_int(v) or v < 0:
+                raise _Invalid(f"`offsets` value for {k!r} must be an integer >= 0, got {json.dumps(v)}")
+            pairs.append((k, v))
+        offsets = tuple(pairs)
+    return Commit(
+        id=_str(s, "id"),
+        group=_str(s, "group"),
+        member=_member_ref(s["member"], "`member`") if "member" in s else "",
+        generation=_int(s, "generation") if "generation" in s else -1,
+        instance=_opt_str(s, "instance") if "instance" in s else None,
+        offsets=offsets,
+    )
+
+
+def _parse_store(s: dict[str, Any]) -> Store:
+    _check_keys(s, {"do", "group"}, {"error"}, "a `store`")
+    error = _str(s, "error") if "error" in s else "NONE"
+    if error not in APPEND_ERROR_NAMES:
+        raise _Invalid(f"`error` {error!r} is not one of {', '.join(sorted(APPEND_ERROR_NAMES))}")
+    return Store(group=_str(s, "group"), error=error)
+
+
+def _parse_load_begin(s: dict[str, Any]) -> LoadBegin:
+    _check_keys(s, {"do", "group"}, set(), "a `load_begin`")
+    return LoadBegin(group=_str(s, "group"))
 
 
 def _parse_tick(s: dict[str, Any]) -> Tick:
@@ -348,7 +481,36 @@ _ACTIONS = {
     "tick": _parse_tick,
     "unload": _parse_unload,
     "load": _parse_load,
+    "commit": _parse_commit,
+    "store": _parse_store,
+    "load_begin": _parse_load_begin,
 }
+
+#: What version 2 added; a format-1 file using any of it is rejected, so a version-1 file keeps
+#: exactly its version-1 meaning.
+_V2_ACTIONS = {"commit", "store", "load_begin"}
+_V2_STEP_KEYS = {
+    "join": {"version"},
+    "sync": {"instance", "protocol_type", "protocol"},
+    "heartbeat": {"instance"},
+    "leave": {"instance"},
+}
+_V2_EXPECT_KEYS = {"skip_assignment", "protocol_type"}
+_V2_STATE_KEYS = {"static_members", "unfinished_writes", "stored_generation", "loading"}
+
+
+def _v2_feature(raw: dict[str, Any]) -> str | None:
+    """The first version-2 addition a raw step uses, None if it uses none."""
+    do = raw.get("do")
+    if do in _V2_ACTIONS:
+        return f"`do` {json.dumps(do)}"
+    extra = sorted(set(raw) & _V2_STEP_KEYS.get(do, set())) if isinstance(do, str) else []
+    if "expect" in raw:
+        extra = sorted(set(raw) & _V2_EXPECT_KEYS)
+    if "expect_state" in raw:
+        extra = sorted(set(raw) & _V2_STATE_KEYS)
+    return f"key(s) {', '.join(extra)}" if extra else None
+
 
 #: Which `expect` keys apply to which request: a key that cannot be checked against that kind
 #: of response is an error, not a silent pass.
@@ -357,7 +519,10 @@ _EXPECT_KEYS: dict[type, set[str]] = {
     Sync: {"error", "pending", "assignment"},
     Heartbeat: {"error", "pending"},
     Leave: {"error", "pending"},
+    Commit: {"error", "pending"},
 }
+_EXPECT_KEYS[Join] |= {"skip_assignment"}
+_EXPECT_KEYS[Sync] |= {"protocol_type"}
 
 _ALL_EXPECT_KEYS = set().union(*_EXPECT_KEYS.values())
 
@@ -374,7 +539,7 @@ def _parse_expect(s: dict[str, Any]) -> Expect:
             if name not in ERROR_NAMES:
                 raise _Invalid(f"`error` {name!r} is not one of {', '.join(sorted(ERROR_NAMES))}")
             checks[key] = name
-        elif key in ("pending", "member_id_given"):
+        elif key in ("pending", "member_id_given", "skip_assignment"):
             checks[key] = _bool(s, key)
         elif key == "generation":
             checks[key] = _int(s, key)
@@ -386,13 +551,15 @@ def _parse_expect(s: dict[str, Any]) -> Expect:
             checks[key] = _opt_str(s, key)
         elif key == "assignment":
             checks[key] = _str(s, key)
+        elif key == "protocol_type":
+            checks[key] = _opt_str(s, key)
     if checks.get("pending") is True and len(checks) > 1:
         others = ", ".join(sorted(k for k in checks if k != "pending"))
         raise _Invalid(f"`pending: true` says no response has arrived, so {others} cannot be checked")
     return Expect(request_id=request_id, checks=checks)
 
 
-_STATE_KEYS = {"state", "generation", "members", "leader", "member_count", "pending_count", "protocol"}
+_STATE_KEYS = {"state", "generation", "members", "leader", "member_count", "pending_count", "protocol"} | _V2_STATE_KEYS
 
 
 def _parse_expect_state(s: dict[str, Any]) -> ExpectState:
@@ -409,7 +576,7 @@ def _parse_expect_state(s: dict[str, Any]) -> ExpectState:
             checks[key] = name
         elif key in ("generation",):
             checks[key] = _int(s, key)
-        elif key in ("member_count", "pending_count"):
+        elif key in ("member_count", "pending_count", "unfinished_writes"):
             checks[key] = _int(s, key, minimum=0)
         elif key == "members":
             checks[key] = _member_ref_list(s, key)
@@ -417,6 +584,17 @@ def _parse_expect_state(s: dict[str, Any]) -> ExpectState:
             checks[key] = None if s[key] is None else _member_ref(s[key], "`leader`")
         elif key == "protocol":
             checks[key] = _opt_str(s, key)
+        elif key == "stored_generation":
+            checks[key] = None if s[key] is None else _int(s, key, minimum=0)
+        elif key == "loading":
+            checks[key] = _bool(s, key)
+        elif key == "static_members":
+            raw = s[key]
+            if not isinstance(raw, dict):
+                raise _Invalid(
+                    f"`static_members` must be an object (instance id -> member reference), got {json.dumps(raw)}"
+                )
+            checks[key] = tuple((k, _member_ref(v, f"`static_members` value for {k!r}")) for k, v in raw.items())
     return ExpectState(group=group, checks=checks)
 
 
@@ -482,6 +660,12 @@ def _parse_config(file: str, raw: Any) -> ScenarioConfig:
         # default would make the scenario test something other than what its author meant.
         raise ScenarioError(file, None, f"unknown `config` key(s) {', '.join(unknown)}")
     values: dict[str, Any] = {}
+    if "store" in raw:
+        if raw["store"] not in STORE_MODES:
+            raise ScenarioError(
+                file, None, f'in `config`: `store` must be "immediate" or "deferred", got {json.dumps(raw["store"])}'
+            )
+        values["store"] = raw["store"]
     try:
         for key in ("min_session_timeout_ms", "max_session_timeout_ms", "initial_rebalance_delay_ms"):
             if key in raw:
@@ -494,13 +678,13 @@ def _parse_config(file: str, raw: Any) -> ScenarioConfig:
 
 
 def _request_id(step: Step) -> str | None:
-    return step.id if isinstance(step, (Join, Sync, Heartbeat, Leave)) else None
+    return step.id if isinstance(step, REQUEST_TYPES) else None
 
 
 def member_refs(step: Step) -> list[Ref]:
     """Every member reference a step uses, in the order it uses them."""
     out: list[MemberRef] = []
-    if isinstance(step, (Join, Sync, Heartbeat, Leave)):
+    if isinstance(step, REQUEST_TYPES):
         out.append(step.member)
     if isinstance(step, Sync):
         out.extend(k for k, _ in step.assignment)
@@ -508,6 +692,7 @@ def member_refs(step: Step) -> list[Ref]:
         if step.checks.get("leader") is not None:
             out.append(step.checks["leader"])
         out.extend(step.checks.get("members", ()))
+        out.extend(ref for _, ref in step.checks.get("static_members", ()))
     return [r for r in out if isinstance(r, Ref)]
 
 
@@ -549,7 +734,7 @@ _TOP_LEVEL_KEYS = {"format", "name", "source", "config", "steps"}
 
 
 def parse_scenario(data: Any, file: str) -> Scenario:
-    """Validate a decoded JSON document against format 1; raises ScenarioError."""
+    """Validate a decoded JSON document against format 1 or 2; raises ScenarioError."""
     if not isinstance(data, dict):
         raise ScenarioError(file, None, "a scenario must be a JSON object")
     known_dupes = sorted(set(getattr(data, "duplicates", [])) & _TOP_LEVEL_KEYS)
@@ -557,10 +742,11 @@ def parse_scenario(data: Any, file: str) -> Scenario:
         raise ScenarioError(file, None, f"key(s) {', '.join(known_dupes)} written twice in the top level")
     if "format" not in data:
         raise ScenarioError(file, None, "missing required key `format`")
-    if not _is_int(data["format"]) or data["format"] != FORMAT_VERSION:
+    if not _is_int(data["format"]) or data["format"] not in FORMAT_VERSIONS:
         raise ScenarioError(
-            file, None, f"unsupported `format` {json.dumps(data['format'])} (this reader knows format {FORMAT_VERSION})"
+            file, None, f"unsupported `format` {json.dumps(data['format'])} (this reader knows formats 1 and 2)"
         )
+    version = data["format"]
     if "steps" not in data:
         raise ScenarioError(file, None, "missing required key `steps`")
     name = data.get("name", Path(file).stem)
@@ -569,16 +755,26 @@ def parse_scenario(data: Any, file: str) -> Scenario:
     source = data.get("source", "")
     if not isinstance(source, str):
         raise ScenarioError(file, None, f"`source` must be a string, got {json.dumps(source)}")
-    config = _parse_config(file, data.get("config", {}))
+    raw_config = data.get("config", {})
+    if version == 1 and isinstance(raw_config, dict) and "store" in raw_config:
+        raise ScenarioError(file, None, "`config` key store is format 2 (this file says `format` 1)")
+    config = _parse_config(file, raw_config)
     raw_steps = data["steps"]
     if not isinstance(raw_steps, list):
         raise ScenarioError(file, None, f"`steps` must be a list, got {json.dumps(raw_steps)}")
     steps: list[Step] = []
     for index, raw in enumerate(raw_steps):
         try:
-            steps.append(parse_step(raw))
+            step = parse_step(raw)
         except _Invalid as e:
             raise ScenarioError(file, index, str(e)) from None
+        if version == 1:
+            feature = _v2_feature(raw)
+            if feature is not None:
+                raise ScenarioError(file, index, f"{feature} is format 2 (this file says `format` 1)")
+        if isinstance(step, Store) and config.store != "deferred":
+            raise ScenarioError(file, index, '`store` completes a deferred write: set `config` `store` to "deferred"')
+        steps.append(step)
     check_references(file, tuple(steps))
     return Scenario(name=name, source=source, config=config, steps=tuple(steps), file=file)
 

@@ -97,6 +97,9 @@ class JoinGroupResult:
     protocol_name: str | None
     leader_id: str
     error: Errors
+    # KIP-814 (JoinGroup v9+): the static leader rejoining a Stable group is told it leads
+    # but must not run the assignor (GroupCoordinator.updateStaticMemberAndRebalance).
+    skip_assignment: bool = False
 
     @classmethod
     def error_result(cls, member_id: str, error: Errors) -> JoinGroupResult:
@@ -142,6 +145,8 @@ class _Responder:
         self._group_id = group_id
         self._callback = callback
         self.answered = False
+        # JoinGroup v9+ (KafkaApis passes `supportSkippingAssignment` down with the request).
+        self.supports_skip_assignment = False
 
     def __call__(self, result: Any) -> None:
         if self.answered:
@@ -206,6 +211,8 @@ class GroupCoordinator:
         self.rebalance_purgatory = DelayedOperationPurgatory("Rebalance", timer)
         self._groups: dict[str, GroupMetadata] = {}
         self._not_coordinator: set[str] = set()  # unloaded and not loaded again
+        self._loading: set[str] = set()  # between on_group_load_begin and on_group_loaded
+        self.offsets: dict[str, dict[str, int]] = {}  # group -> partition -> committed offset
         self.internal_errors: list[str] = []  # tracebacks; should stay empty
         self.duplicate_answers = 0  # should stay 0
         self.callback_errors = 0  # exceptions raised by callers' callbacks
@@ -238,8 +245,11 @@ class GroupCoordinator:
         protocol_type: str,
         protocols: list[tuple[str, str]],
         response_callback: Callable[[JoinGroupResult], None],
+        supports_skip_assignment: bool = False,
     ) -> None:
+        """`supports_skip_assignment`: the request is JoinGroup v9+ (KIP-814)."""
         respond = _Responder(self, "join", group_id, response_callback)
+        respond.supports_skip_assignment = supports_skip_assignment
         member_id = member_id if member_id is not None else UNKNOWN_MEMBER_ID
         self._notify(
             "on_request",
@@ -703,6 +713,27 @@ class GroupCoordinator:
                     error,
                 )
             )
+        elif respond.supports_skip_assignment:
+            # JoinGroup v9+ (KIP-814, GroupCoordinator.updateStaticMemberAndRebalance): the
+            # static leader learns it leads, with the members, but skips the assignor.
+            is_leader = group.is_leader(new_member_id)
+            group.maybe_invoke_join_callback(
+                member,
+                JoinGroupResult(
+                    (
+                        [JoinGroupResponseMember(mid, iid, md) for mid, iid, md in group.current_member_metadata()]
+                        if is_leader
+                        else []
+                    ),
+                    new_member_id,
+                    group.generation_id,
+                    group.protocol_type,
+                    group.protocol_name,
+                    group.leader_id or NO_LEADER,
+                    Errors.NONE,
+                    skip_assignment=is_leader,
+                ),
+            )
         else:
             # Return the old leader id so that a rejoining leader does not run a trivial
             # assignment that a Stable group would not broadcast (JoinGroup < v9 behaviour).
@@ -917,6 +948,10 @@ class GroupCoordinator:
         respond: _Responder,
     ) -> None:
         error = self._validate_group_status(group_id)
+        if error is Errors.COORDINATOR_LOAD_IN_PROGRESS:
+            # GroupCoordinator.handleSyncGroup: the rebalance's state is lost with the load, so
+            # the member is sent back to JoinGroup (older clients do not know LOAD_IN_PROGRESS).
+            error = Errors.REBALANCE_IN_PROGRESS
         if error is not None:
             respond(SyncGroupResult(error))
             return
@@ -1039,6 +1074,9 @@ class GroupCoordinator:
 
     def _heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int) -> Errors:
         error = self._validate_group_status(group_id)
+        if error is Errors.COORDINATOR_LOAD_IN_PROGRESS:
+            # GroupCoordinator.handleHeartbeat: "the group is still loading, so respond just blindly"
+            return Errors.NONE
         if error is not None:
             return error
         group = self._groups.get(group_id)
@@ -1192,6 +1230,90 @@ class GroupCoordinator:
         self._remove_heartbeat_for_leaving_member(group, member_id)
 
     # ==========================================================================================
+    # OffsetCommit
+    # ==========================================================================================
+    def handle_commit_offsets(
+        self,
+        group_id: str,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        offsets: dict[str, int],
+        response_callback: Callable[[dict[str, Errors]], None],
+    ) -> None:
+        """GroupCoordinator.handleCommitOffsets: the generation and member fencing that
+        generations exist for. Offsets are kept in memory (`self.offsets`); the append of the
+        offset records is taken as immediate, unlike the group-metadata writes."""
+        respond = _Responder(self, "commit", group_id, response_callback)
+        self._notify(
+            "on_request",
+            "commit",
+            group_id,
+            {
+                "member_id": member_id,
+                "group_instance_id": group_instance_id,
+                "generation_id": generation_id,
+                "offsets": dict(offsets),
+            },
+        )
+        try:
+            error = self._commit_offsets(group_id, member_id, group_instance_id, generation_id, offsets)
+            respond({partition: error for partition in offsets})
+        except Exception:
+            self._record_internal_error("handle_commit_offsets")
+            respond.answer_if_unanswered({partition: Errors.UNKNOWN_SERVER_ERROR for partition in offsets})
+
+    def _commit_offsets(
+        self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int, offsets: dict[str, int]
+    ) -> Errors:
+        error = self._validate_group_status(group_id, allow_empty_id=True)
+        if error is not None:
+            return error
+        group = self._groups.get(group_id)
+        if group is None:
+            if generation_id >= 0:
+                # "a request coming from an older generation. either way, reject the commit"
+                return Errors.ILLEGAL_GENERATION
+            # "the group is not relying on Kafka for group management, so allow the commit"
+            group = self._get_or_maybe_create_group(group_id, True)
+            assert group is not None
+        # doCommitOffsets
+        error = self._validate_offset_commit(group, generation_id, member_id, group_instance_id)
+        if error is not None:
+            return error
+        state = group.state
+        if state is CompletingRebalance:
+            # The member has the new generation from its JoinGroup but no assignment yet.
+            return Errors.REBALANCE_IN_PROGRESS
+        if state in (Stable, PreparingRebalance):
+            # A commit keeps the session alive; while preparing, the heartbeat tells the
+            # member to rejoin.
+            self._complete_and_schedule_next_heartbeat_expiration(group, group.get(member_id))
+        elif state is not Empty:
+            raise ValueError(f"Logic error: unexpected group state {state}")
+        self.offsets.setdefault(group_id, {}).update(offsets)
+        return Errors.NONE
+
+    def _validate_offset_commit(
+        self, group: GroupMetadata, generation_id: int, member_id: str, group_instance_id: str | None
+    ) -> Errors | None:
+        """GroupCoordinator.validateOffsetCommit (non-transactional)."""
+        if group.is_(Dead):
+            return Errors.COORDINATOR_NOT_AVAILABLE
+        if generation_id < 0 and group.is_(Empty):
+            # The admin client or a consumer without group management: allowed while Empty.
+            return None
+        if generation_id >= 0 or member_id != UNKNOWN_MEMBER_ID or group_instance_id is not None:
+            error = self._validate_current_member(group, member_id, group_instance_id)
+            if error is not None:
+                return error
+            return Errors.ILLEGAL_GENERATION if generation_id != group.generation_id else None
+        if not group.is_(Empty):
+            # "When the group is non-empty, only members can commit offsets."
+            return Errors.UNKNOWN_MEMBER_ID
+        return None
+
+    # ==========================================================================================
     # Partition emigration / immigration
     # ==========================================================================================
     def on_group_unloaded(self, group_id: str) -> None:
@@ -1229,6 +1351,7 @@ class GroupCoordinator:
         member with a fresh session timeout. A group never stored stays absent (Dead)."""
         self._notify("on_request", "load", group_id, {})
         try:
+            self._loading.discard(group_id)
             self._not_coordinator.discard(group_id)
             if group_id in self._groups:
                 # Already hosted: Kafka keeps the cached group rather than the log's copy.
@@ -1241,6 +1364,17 @@ class GroupCoordinator:
             self._on_loaded(group)
         except Exception:
             self._record_internal_error("on_group_loaded")
+
+    def on_group_load_begin(self, group_id: str) -> None:
+        """The group's offsets partition starts loading here (GroupMetadataManager's
+        loadingPartitions, scheduleLoadGroupAndOffsets): until `on_group_loaded`, requests for the
+        group are answered COORDINATOR_LOAD_IN_PROGRESS (validateGroupStatus), a Heartbeat NONE
+        and a SyncGroup REBALANCE_IN_PROGRESS."""
+        self._notify("on_request", "load_begin", group_id, {})
+        self._loading.add(group_id)
+
+    def is_loading(self, group_id: str) -> bool:
+        return group_id in self._loading
 
     def _group_from_record(self, record: StoredGroup) -> GroupMetadata:
         protocol_type = record.protocol_type or ""
@@ -1281,9 +1415,13 @@ class GroupCoordinator:
     # ==========================================================================================
     # Plumbing
     # ==========================================================================================
-    def _validate_group_status(self, group_id: str) -> Errors | None:
-        if not isinstance(group_id, str) or not group_id:
+    def _validate_group_status(self, group_id: str, allow_empty_id: bool = False) -> Errors | None:
+        """GroupCoordinator.validateGroupStatus: the id, the loading window, ownership.
+        `allow_empty_id`: OffsetCommit accepts "" (isValidGroupId, for backwards compatibility)."""
+        if not isinstance(group_id, str) or (not group_id and not allow_empty_id):
             return Errors.INVALID_GROUP_ID
+        if group_id in self._loading:
+            return Errors.COORDINATOR_LOAD_IN_PROGRESS
         if group_id in self._not_coordinator:
             return Errors.NOT_COORDINATOR
         return None

@@ -66,6 +66,27 @@ class StoredGroup:
         )
 
 
+#: GroupMetadataManager.storeGroup's translation of a failed append into the error the
+#: coordinator sees ("transform the log append error code to the corresponding the commit
+#: status error code"); any other error passes through unchanged (its `case other`).
+APPEND_ERROR_TO_COORDINATOR_ERROR: dict[Errors, Errors] = {
+    Errors.UNKNOWN_TOPIC_OR_PARTITION: Errors.COORDINATOR_NOT_AVAILABLE,
+    Errors.NOT_ENOUGH_REPLICAS: Errors.COORDINATOR_NOT_AVAILABLE,
+    Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND: Errors.COORDINATOR_NOT_AVAILABLE,
+    Errors.NOT_LEADER_OR_FOLLOWER: Errors.NOT_COORDINATOR,
+    Errors.KAFKA_STORAGE_ERROR: Errors.NOT_COORDINATOR,
+    Errors.REQUEST_TIMED_OUT: Errors.REBALANCE_IN_PROGRESS,
+    Errors.MESSAGE_TOO_LARGE: Errors.UNKNOWN_SERVER_ERROR,
+    Errors.RECORD_LIST_TOO_LARGE: Errors.UNKNOWN_SERVER_ERROR,
+    Errors.INVALID_FETCH_SIZE: Errors.UNKNOWN_SERVER_ERROR,
+}
+
+
+def coordinator_error_for_append(append_error: Errors) -> Errors:
+    """The error storeGroup hands its callback for an append that returned `append_error`."""
+    return APPEND_ERROR_TO_COORDINATOR_ERROR.get(append_error, append_error)
+
+
 class GroupStore(Protocol):
     """What the coordinator needs from persistence."""
 
@@ -118,4 +139,51 @@ class InMemoryGroupStore:
             self._records[record.group_id] = record
             callback(Errors.NONE)
         else:
-            callback(outcome)
+            # A failed append is not recorded; the callback sees storeGroup's translation.
+            callback(coordinator_error_for_append(outcome))
+
+
+class DeferredGroupStore:
+    """Holds every write of an inner store until it is completed, one at a time and in order
+    per group, with the append's result -- Kafka's storeGroup callback runs when the append to
+    the offsets topic finishes, and requests, timers and unloads happen in between. A write
+    completed with NONE goes to the inner store (which may still fail it, as a real disk
+    can); one completed with an error never reaches it, and the callback gets storeGroup's
+    translation of the error."""
+
+    def __init__(self, inner: GroupStore) -> None:
+        self.inner = inner
+        self._pending: list[tuple[StoredGroup, StoreCallback]] = []
+        self.writes = 0
+
+    def store_group(self, record: StoredGroup, callback: StoreCallback) -> None:
+        self.writes += 1
+        self._pending.append((record, callback))
+
+    def load_group(self, group_id: str) -> StoredGroup | None:
+        return self.inner.load_group(group_id)
+
+    def pending(self) -> int:
+        return len(self._pending)
+
+    def pending_for(self, group_id: str) -> int:
+        """Writes of `group_id` not yet completed."""
+        return sum(1 for record, _ in self._pending if record.group_id == group_id)
+
+    def complete_next(self, group_id: str, append_error: Errors) -> bool:
+        """Complete the oldest held write of `group_id` as if the append returned
+        `append_error`; False when there is none."""
+        for i, (record, callback) in enumerate(self._pending):
+            if record.group_id == group_id:
+                del self._pending[i]
+                if append_error is Errors.NONE:
+                    self.inner.store_group(record, callback)
+                else:
+                    callback(coordinator_error_for_append(append_error))
+                return True
+        return False
+
+    def close(self) -> None:
+        close = getattr(self.inner, "close", None)
+        if close is not None:
+            close()

@@ -123,7 +123,7 @@ def test_nan_is_not_json(tmp_path: Path) -> None:
     "doc, what",
     [
         ({"name": "x", "steps": []}, "format"),
-        ({"format": 2, "steps": []}, "format"),
+        ({"format": 3, "steps": []}, "format"),
         ({"format": "1", "steps": []}, "format"),
         ({"format": 1}, "steps"),
         ({"format": 1, "steps": {}}, "steps"),
@@ -149,7 +149,7 @@ def test_bad_top_level(tmp_path: Path, doc: Any, what: str) -> None:
         (
             6,
             {"do": "heartbeat", "id": "h1", "group": "g", "member": "@a1", "generation": 1, "instance": "i"},
-            "unknown key(s) instance",
+            "instance is format 2",
         ),
         (3, {"expect": "a1", "eror": "NONE"}, "unknown key(s) eror"),
         (8, {"expect_state": "g", "status": "Stable"}, "unknown key(s) status"),
