@@ -27,7 +27,7 @@ from kgc.impl.errors import Errors
 from kgc.impl.group import GroupMetadata, MemberMetadata
 from kgc.impl.store import StoredGroup
 
-__all__ = ["BUGS", "ENV_VAR", "coordinator_class", "coordinator_class_from_env"]
+__all__ = ["BUGS", "ENV_VAR", "SCENARIO_ONLY_BUGS", "coordinator_class", "coordinator_class_from_env"]
 
 ENV_VAR = "KGC_IMPL_BUG"
 
@@ -120,6 +120,104 @@ class RebalanceTimeoutKeepsMember(GroupCoordinator):
         self._schedule_pending_sync(group)
 
 
+# -- the areas the spec does not model yet (static membership, the asynchronous store, offset
+# -- commits, the loading window): caught by the format-2 scenarios (`kgc replay --bug`), not by
+# -- conform / validate / fuzz, which is why they are kept apart from BUGS.
+
+
+class CommitFromOldGenerationAccepted(GroupCoordinator):
+    """An OffsetCommit from a current member is accepted whatever its generation (the check
+    generations exist for, GroupCoordinator.validateOffsetCommit, is skipped)."""
+
+    def _validate_offset_commit(
+        self, group: GroupMetadata, generation_id: int, member_id: str, group_instance_id: str | None
+    ) -> Errors | None:
+        error = super()._validate_offset_commit(group, generation_id, member_id, group_instance_id)
+        return None if error is Errors.ILLEGAL_GENERATION else error
+
+
+class CommitInCompletingRebalanceAccepted(GroupCoordinator):
+    """An OffsetCommit in CompletingRebalance is stored instead of answered
+    REBALANCE_IN_PROGRESS (the member has its generation but not yet its assignment)."""
+
+    def _commit_offsets(
+        self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int, offsets: dict[str, int]
+    ) -> Errors:
+        group = self._groups.get(group_id)
+        if group is not None and group.is_(CompletingRebalance) and self._validate_group_status(group_id) is None:
+            if self._validate_offset_commit(group, generation_id, member_id, group_instance_id) is None:
+                self.offsets.setdefault(group_id, {}).update(offsets)
+                return Errors.NONE
+        return super()._commit_offsets(group_id, member_id, group_instance_id, generation_id, offsets)
+
+
+class FencedInstanceNotChecked(GroupCoordinator):
+    """Requests carrying a group.instance.id are checked by member id alone, so a replaced
+    static member is told UNKNOWN_MEMBER_ID instead of FENCED_INSTANCE_ID (and a current
+    member id sent with another member's instance id passes)."""
+
+    def _validate_current_member(
+        self, group: GroupMetadata, member_id: str, group_instance_id: str | None
+    ) -> Errors | None:
+        return super()._validate_current_member(group, member_id, None)
+
+
+class StoreFailureTreatedAsSuccess(GroupCoordinator):
+    """The leader's SyncGroup store callback ignores the append's error: the assignment is
+    sent and the group becomes Stable although the generation was never written."""
+
+    def _on_assignment_stored(
+        self, group: GroupMetadata, generation_id: int, assignment: dict[str, str], error: Errors
+    ) -> None:
+        super()._on_assignment_stored(group, generation_id, assignment, Errors.NONE)
+
+
+class StaticRejoinNotReverted(GroupCoordinator):
+    """When storing a static member's replaced member id fails, the new id is kept (the join
+    is still answered with the error), so the instance maps to an id no client holds."""
+
+    def _on_static_member_stored(
+        self,
+        group: GroupMetadata,
+        member: MemberMetadata,
+        old_member_id: str,
+        new_member_id: str,
+        group_instance_id: str,
+        *rest: object,
+    ) -> None:
+        super()._on_static_member_stored(
+            group,
+            member,
+            old_member_id,
+            new_member_id,
+            group_instance_id,
+            *rest,  # type: ignore[arg-type]
+        )
+        error = rest[-1]
+        if error is not Errors.NONE and group.current_static_member_id(group_instance_id) == old_member_id:
+            group.replace_static_member(group_instance_id, old_member_id, new_member_id)  # the seeded defect
+
+
+class LoadingWindowIgnored(GroupCoordinator):
+    """While a group's partition loads, requests are answered as if the coordinator did not
+    own it (NOT_COORDINATOR) instead of COORDINATOR_LOAD_IN_PROGRESS / NONE /
+    REBALANCE_IN_PROGRESS."""
+
+    def _validate_group_status(self, group_id: str, allow_empty_id: bool = False) -> Errors | None:
+        error = super()._validate_group_status(group_id, allow_empty_id)
+        return Errors.NOT_COORDINATOR if error is Errors.COORDINATOR_LOAD_IN_PROGRESS else error
+
+
+#: bugs in areas the spec does not model yet -> the scenario that catches each
+SCENARIO_ONLY_BUGS: dict[str, type[GroupCoordinator]] = {
+    "commit_from_old_generation_accepted": CommitFromOldGenerationAccepted,
+    "commit_in_completing_rebalance_accepted": CommitInCompletingRebalanceAccepted,
+    "fenced_instance_not_checked": FencedInstanceNotChecked,
+    "store_failure_treated_as_success": StoreFailureTreatedAsSuccess,
+    "static_rejoin_not_reverted": StaticRejoinNotReverted,
+    "loading_window_ignored": LoadingWindowIgnored,
+}
+
 #: name -> coordinator class with that one defect ("none": the real one)
 BUGS: dict[str, type[GroupCoordinator]] = {
     "none": GroupCoordinator,
@@ -134,11 +232,12 @@ BUGS: dict[str, type[GroupCoordinator]] = {
 def coordinator_class(name: str | None) -> type[GroupCoordinator]:
     """The coordinator with seeded defect `name` (None or "" or "none": the real one)."""
     key = name or "none"
-    if key not in BUGS:
+    known = {**BUGS, **SCENARIO_ONLY_BUGS}
+    if key not in known:
         raise KeyError(
-            f"no seeded implementation bug {key!r}; known: {', '.join(sorted(BUGS))} (`kgc bugs` lists every seeded bug and its layers)"
+            f"no seeded implementation bug {key!r}; known: {', '.join(sorted(known))} (`kgc bugs` lists every seeded bug and its layers)"
         )
-    return BUGS[key]
+    return known[key]
 
 
 def coordinator_class_from_env() -> type[GroupCoordinator]:
