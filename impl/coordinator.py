@@ -1321,6 +1321,9 @@ class GroupCoordinator:
         NOT_COORDINATOR, and every later request NOT_COORDINATOR until `on_group_loaded`."""
         self._notify("on_request", "unload", group_id, {})
         try:
+            # GroupMetadataManager.removeGroupsAndOffsets: ownedPartitions and loadingPartitions
+            # both lose the partition, so a load in progress ends too.
+            self._loading.discard(group_id)
             self._not_coordinator.add(group_id)
             group = self._groups.get(group_id)
             if group is not None:
