@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import keyword
 from pathlib import Path
 
 import itf_py
@@ -87,7 +88,20 @@ def test_value_round_trip_through_itf_json(value: object) -> None:
     # Model values travel as strings: a string spelled like one reads back as the model value.
     assume(not names & _strings(value))
     assert value_from_itf(encoded, names) == value
-    itf_py.value_from_json(encoded)  # the reference reader accepts everything we write
+    if not _python_keyword_fields(value):
+        # the reference reader accepts everything we write, but for record fields named like a
+        # Python keyword ("if"): it builds a namedtuple per record (see the test above)
+        itf_py.value_from_json(encoded)
+
+
+def _python_keyword_fields(value: object) -> bool:
+    if isinstance(value, Record):
+        return any(keyword.iskeyword(k) for k in value) or any(_python_keyword_fields(v) for v in value.values())
+    if isinstance(value, (frozenset, tuple)):
+        return any(_python_keyword_fields(v) for v in value)
+    if isinstance(value, TlaFunction):
+        return any(_python_keyword_fields(k) or _python_keyword_fields(v) for k, v in value.items())
+    return False
 
 
 def _strings(value: object) -> set[str]:
