@@ -33,6 +33,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "kgc.tools.cmd_replay_cex",
     "kgc.tools.cmd_validate",
     "kgc.tools.cmd_fuzz",
+    "kgc.tools.cmd_pipeline",
 )
 
 app = typer.Typer(
