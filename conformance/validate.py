@@ -1,11 +1,13 @@
 """Implementation -> spec: is each recorded implementation run a behaviour of the spec?
 
-TLC decides it, so there is no second Python copy of the spec to drift. For a batch of
-recorded traces `build_module` writes a module that EXTENDS GroupCoordinator and adds two
-variables: `tr` (which trace; chosen in the initial state, so one TLC run checks the whole batch
-and JVM and SANY start-up are paid once) and `ti` (how far into it). Every step must be the
-recorded action with its recorded client and flag (`Do`), and must end in a state whose
-observed part is the recorded one. `TraceNotFinished == ti < Len(trace)` is the classic
+TLC decides it, so there is no second Python copy of the spec to drift. The checking is the
+checked-in module spec/TraceGroupCoordinator.tla (EXTENDS GroupCoordinator, as etcd-raft's and
+CCF's trace specs do); for a batch of recorded traces `build_module` writes only its data, module
+TraceData (action codes, clients, the projection `View`) and the .cfg (the recorded states). The
+trace module adds two variables: `tr` (which trace; chosen in the initial state, so one TLC run
+checks the whole batch and JVM and SANY start-up are paid once) and `ti` (how far into it). Every
+step must be the recorded action with its recorded client and flag (`Do`), and must end in a state
+whose observed part is the recorded one. `TraceNotFinished == ti < Len(trace)` is the classic
 completion check (its violation means the whole trace matched); it is defined, and `classic`
 runs use it, but by default completion is read from a line every new state prints
 (`TraceProgress`), because TLC 2.15 prints a full error trace for every violation under
@@ -57,6 +59,7 @@ __all__ = [
     "ValidationError",
     "action_code",
     "build_module",
+    "trace_module_calls",
     "diagnose",
     "validate_files",
     "validate_traces",
@@ -64,6 +67,9 @@ __all__ = [
 ]
 
 SPEC_MODULE = "GroupCoordinator"
+#: The checked-in trace-validation module (spec/) and the data module written per batch.
+TRACE_MODULE = "TraceGroupCoordinator"
+DATA_MODULE = "TraceData"
 
 # Every spec variable with the type of its value, as TypeOK has them. "str" values are
 # compared through SC, "client" values through CI.
@@ -454,18 +460,22 @@ def merge_constants(traces: Sequence[RecordedTrace]) -> TraceConstants:
 
 def build_module(
     traces: Sequence[RecordedTrace],
-    module: str,
     spec_text: str,
     *,
     stop_at: Sequence[int] | None = None,
     invariants: str = "TraceDone",
 ) -> tuple[str, str]:
-    """(module text, config text) checking `traces`; `invariants` names what TLC reports:
-    TraceDone (a line per trace that matched to its end), TraceProgress (a line per state
-    reached: where each trace got stuck), TraceNotFinished (the classic check). With `stop_at`
-    (per trace, the index of the recorded state whose step failed), the diagnosis variant:
-    follow each trace up to that step, then take the recorded action there without requiring
-    the observed state (invariant BeforeStop prints the state before and every successor)."""
+    """(TraceData module text, TraceGroupCoordinator config text) checking `traces`.
+
+    The checking itself is spec/TraceGroupCoordinator.tla, fixed; this writes only its data:
+    the action codes, the clients, the string and client codes and the projection `View` (which
+    variables and fields the recording observed), and the .cfg with the recorded states (Obs).
+    `invariants` names what TLC reports: TraceDone (a line per trace that matched to its end),
+    TraceProgress (a line per state reached: where each trace got stuck), TraceNotFinished (the
+    classic check). With `stop_at` (per trace, the index of the recorded state whose step
+    failed), the diagnosis variant: follow each trace up to that step, then take the recorded
+    action there without requiring the observed state (invariant BeforeStop prints the state
+    before and every successor)."""
     if not traces:
         raise ValueError("no traces")
     shape = _shape_of(traces[0])
@@ -487,15 +497,17 @@ def build_module(
             obs.append(f"<<{n}, {k}, {writer.text(s)}>>")
 
     lines = [
-        f"---- MODULE {module} ----",
+        f"---- MODULE {DATA_MODULE} ----",
+        f"(* Written by kgc.conformance.validate for one batch of {len(traces)} recorded runs; *)",
+        f"(* checked by {TRACE_MODULE}.tla. *)",
         f"EXTENDS {SPEC_MODULE}",
-        "CONSTANTS Obs, " + ", ".join(_ident(c) for c in clients),
-        "VARIABLES tr, ti",
+        "CONSTANTS " + ", ".join(_ident(c) for c in clients),
         "",
     ]
     lines += acts
     lines.append("Acts == <<" + ", ".join(f"A{n}" for n in range(1, len(traces) + 1)) + ">>")
     lines.append("CLs == <<" + ", ".join(_ident(c) for c in clients) + ">>")
+    lines.append("Diagnosing == " + ("TRUE" if stop_at is not None else "FALSE"))
     lines.append("SC == (" + " @@ ".join(f'"{s}" :> {i}' for s, i in codes.items()) + ")")
     indices = (f"{_ident(c)} :> {i}" for i, c in enumerate(clients, start=1))
     lines.append("CI == (NoClient :> 0 @@ " + " @@ ".join(indices) + ")")
@@ -511,33 +523,7 @@ def build_module(
         lines.append("PT_(ts) == IF ts = <<>> THEN <<>> ELSE [k_ \\in 1..Len(ts) |-> PT1_(ts[k_])]")
     parts = (_projection(v, shape, clients) for v in shape.variables)
     lines.append("View == <<" + ",\n         ".join(parts) + ">>")
-    lines.append("C_(a) == CLs[(a \\div 2) % 64]")
-    lines.append("F_(a) == a % 2 = 1")
-    arms = [f"a \\div 128 = {_ACTION_INDEX[name]} -> {call}" for name, call in ACTIONS.items()]
-    lines.append(
-        "Do(a) ==\n    CASE a < 0 -> AdvanceTime\n      [] " + "\n      [] ".join(arms) + "\n      [] OTHER -> FALSE"
-    )
-    lines += [
-        "TraceInit == tr \\in 1..Len(Acts) /\\ ti = 1 /\\ Init /\\ ToString(<<tr, 1, View>>) \\in Obs",
-        "Matches(k) == ToString(<<tr, k, View'>>) \\in Obs",
-        "TraceNext ==",
-        "    /\\ ti < Len(Acts[tr])",
-        "    /\\ tr' = tr",
-        "    /\\ LET a == Acts[tr][ti + 1] IN",
-        "         IF a < 0 /\\ now + 1 < -a - 1",
-        "         THEN AdvanceTime /\\ ti' = ti",
-    ]
-    if stop_at is None:
-        lines.append("         ELSE Do(a) /\\ ti' = ti + 1 /\\ Matches(ti + 1)")
-    else:
-        lines.append("         ELSE Do(a) /\\ ti' = ti + 1 /\\ (ti + 1 < Len(Acts[tr]) => Matches(ti + 1))")
-    lines += [
-        "TraceNotFinished == ti < Len(Acts[tr])",
-        'TraceDone == TraceNotFinished \\/ PrintT(<<"@kgc", tr, ti>>)',
-        'TraceProgress == PrintT(<<"@kgc", tr, ti>>)',
-        "BeforeStop == ti < Len(Acts[tr]) - 1",
-        "=" * 40,
-    ]
+    lines.append("=" * 40)
     module_text = "\n".join(lines) + "\n"
 
     max_group = consts.max_group_size if consts.max_group_size is not None else consts.num_ids + 1
@@ -567,6 +553,12 @@ def build_module(
     return module_text, "\n".join(cfg) + "\n"
 
 
+def trace_module_calls(module_text: str) -> dict[int, str]:
+    """Do's arms in the checked-in TraceGroupCoordinator.tla, code -> call (for the test that
+    keeps ACTIONS and the module numbering the same actions alike)."""
+    return {int(n): call.strip() for n, call in re.findall(r"a \\div 128 = (\d+) -> (.+)", module_text)}
+
+
 # ---------------------------------------------------------------------------------------------
 # Running TLC
 # ---------------------------------------------------------------------------------------------
@@ -587,27 +579,27 @@ def _run(
     timeout: float | None = None,
     invariants: str = "TraceDone",
 ) -> tuple[Any, Path]:
-    module = "TraceDiag" if stop_at is not None else "TraceCheck"
     started = time.monotonic()
-    text, cfg = build_module(traces, module, spec.read_text(encoding="utf-8"), stop_at=stop_at, invariants=invariants)
+    text, cfg = build_module(traces, spec.read_text(encoding="utf-8"), stop_at=stop_at, invariants=invariants)
     src = run_dir / "src"
     src.mkdir(parents=True)
-    tla = src / f"{module}.tla"
-    tla.write_text(text, encoding="utf-8")
-    cfg_path = src / f"{module}.cfg"
+    data = src / f"{DATA_MODULE}.tla"
+    data.write_text(text, encoding="utf-8")
+    cfg_path = src / f"{TRACE_MODULE}.cfg"
     cfg_path.write_text(cfg, encoding="utf-8")
+    trace_module = spec.with_name(f"{TRACE_MODULE}.tla")
     options = ["-deadlock"]
     violations = stop_at is not None or "TraceNotFinished" in invariants
     if violations:
         options.append("-continue")
     job = TlcJob(
-        module=tla,
+        module=trace_module,
         config=cfg_path,
-        modules=(spec,),
+        modules=(spec, data),
         workers=1,
         timeout=timeout,
         tlc_options=options,
-        display_paths={spec.name: str(spec)},
+        display_paths={spec.name: str(spec), trace_module.name: str(trace_module)},
     )
     tlc_dir = run_dir / "tlc"
     tlc_dir.mkdir()

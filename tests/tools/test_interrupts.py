@@ -89,7 +89,7 @@ def test_validate_interrupted_while_tlc_runs_on_worker_threads(tmp_path: Path) -
     """kgc validate runs its TLC batches on a thread pool; Ctrl-C reaches the main thread
     only, so the batches' TLC must be stopped from there (and the scratch folder removed),
     not waited for."""
-    before = set(processes_mentioning("TraceCheck"))
+    before = set(processes_mentioning("TraceGroupCoordinator"))
     proc = subprocess.Popen(
         [str(KGC), "validate", "--random", "600", "--seed", "7", "--jobs", "2"],
         cwd=tmp_path,
@@ -103,7 +103,7 @@ def test_validate_interrupted_while_tlc_runs_on_worker_threads(tmp_path: Path) -
         tlc: set[int] = set()
         while not tlc and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.1)
-            tlc = set(processes_mentioning("TraceCheck")) - before
+            tlc = set(processes_mentioning("TraceGroupCoordinator")) - before
         assert tlc, "validate never started TLC"
         scratch = [
             a for pid in tlc for a in (Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")) if b"kgc-validate-" in a
@@ -113,7 +113,7 @@ def test_validate_interrupted_while_tlc_runs_on_worker_threads(tmp_path: Path) -
         _out, err = proc.communicate(timeout=60)
         assert time.monotonic() - started < 20, "validate waited for its TLC batches instead of stopping them"
         assert proc.returncode == 130, err[-2000:]
-        assert not (set(processes_mentioning("TraceCheck")) - before)
+        assert not (set(processes_mentioning("TraceGroupCoordinator")) - before)
         folders = {Path(a.decode()).parents[2] for a in scratch if a.decode().startswith("/")}
         assert all(not f.name.startswith("kgc-validate-") or not f.exists() for f in folders), folders
     finally:
