@@ -40,6 +40,7 @@ class CexStep:
     diffs: list[tuple[str, str, str]] = field(default_factory=list)
     violations: dict[str, list[str]] = field(default_factory=dict)  # on the impl's state
     requests: list[str] = field(default_factory=list)
+    impl_state: dict[str, Any] | None = None  # the implementation's abstract state after the step
 
     def line(self) -> str:
         head = f"step {self.index} {self.action}: "
@@ -158,6 +159,7 @@ def replay_counterexample(
     first = CexStep(0, "Init", True)
     first.diffs = compare_states(states[0], impl, world, world.ops)
     first.follows = not first.diffs
+    first.impl_state = impl
     # a finding (a property Kafka itself lacks) is checked only when it is the one violated
     names = list(properties.INVARIANTS) + list(properties.ACTION_PROPERTIES)
     if report.violated in properties.FINDINGS:
@@ -183,6 +185,7 @@ def replay_counterexample(
         step.requests = res.requests
         impl = abstract_state(world)
         impl["lastAction"] = res.last_action
+        step.impl_state = impl
         step.diffs = compare_states(states[n], impl, world, world.ops)
         step.follows = not step.diffs
         step.violations = properties.check_step(before, impl, pk, names).violations

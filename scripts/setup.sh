@@ -1,11 +1,24 @@
 #!/usr/bin/env bash
 # Creates .venv (if missing) and installs kgc with its pinned dependencies into it.
-# Needs python3 >= 3.11 and java (17) on PATH; everything else comes from PyPI.
+# Needs python3 >= 3.11 and java (17) on PATH; everything else comes from PyPI, except the
+# browser the page tests drive (Debian's chromium, installed with apt-get when missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-PIP_DISABLE_PIP_VERSION_CHECK=1 .venv/bin/python -m pip install -q -e ".[test,bench${KGC_EXTRAS:+,$KGC_EXTRAS}]"
+PIP_DISABLE_PIP_VERSION_CHECK=1 .venv/bin/python -m pip install -q -e ".[test,bench,browser${KGC_EXTRAS:+,$KGC_EXTRAS}]"
 .venv/bin/python -c "import kgc.impl, kgc.tools" || { echo "setup: kgc did not install" >&2; exit 1; }
+# `kgc show` pages are tested in a real browser: Playwright drives the system chromium through
+# its executable path (no `playwright install`: it downloads, which a closed network refuses).
+if [ ! -x /usr/bin/chromium ] && [ -z "${KGC_CHROMIUM:-}" ]; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "setup: installing chromium (apt-get) for the browser tests" >&2
+    apt-get install -y -q chromium >/dev/null 2>&1 \
+      || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1; } \
+      || echo "setup: could not install chromium; the browser tests (tests/tools/test_trace_page_browser.py) will fail" >&2
+  else
+    echo "setup: /usr/bin/chromium missing: run 'apt-get install -y chromium' as root, or set KGC_CHROMIUM" >&2
+  fi
+fi

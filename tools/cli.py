@@ -31,6 +31,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "kgc.tools.cmd_simulate",
     "kgc.tools.cmd_conform",
     "kgc.tools.cmd_replay_cex",
+    "kgc.tools.cmd_show",
     "kgc.tools.cmd_validate",
     "kgc.tools.cmd_fuzz",
     "kgc.tools.cmd_pipeline",
