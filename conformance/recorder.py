@@ -771,12 +771,23 @@ class _ScenarioLifter:
             rec.step("JoinGroupKnownMember", c, changed, origin=f"{where} join {step.id}")
         self.tokens[step.id] = rec.world._tokens
 
+    def _consistent_protocol(self, step: Any) -> bool:
+        """A SyncGroup v5 protocol type and name the group has (what clients send) pass Kafka's
+        isValidProtocolType/Name check and leave the request a plain SyncGroup; only others,
+        answered INCONSISTENT_GROUP_PROTOCOL, are outside the spec."""
+        if step.protocol_type is None and step.protocol is None:
+            return True
+        group = self.rec.world.group
+        if group is None:
+            return False
+        return step.protocol_type in (None, group.protocol_type) and step.protocol in (None, group.protocol_name)
+
     def client_request(self, where: str, step: Any, member: str, kind: str) -> None:
         rec = self.rec
         if step.instance is not None:
             self._as_outsider(where, step, member, "a static member (group.instance.id)")
             return
-        if kind == "sync" and (step.protocol_type is not None or step.protocol is not None):
+        if kind == "sync" and not self._consistent_protocol(step):
             self._as_outsider(where, step, member, "SyncGroup v5 protocol type/name")
             return
         c = self.client_of(member)

@@ -1,0 +1,53 @@
+"""A kafka-python consumer for the kgc serve tests: joins GROUP on TOPIC and prints one JSON line
+per rebalance callback ({"event": "assigned"|"revoked", "partitions": [...], "client": NAME}).
+SIGTERM closes it cleanly (LeaveGroup); SIGKILL is the crash."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+
+from kafka import ConsumerRebalanceListener, KafkaConsumer
+
+
+def say(**event: object) -> None:
+    print(json.dumps(event), flush=True)
+
+
+def main() -> None:
+    bootstrap, group, topic, name = sys.argv[1:5]
+    session_ms = int(sys.argv[5]) if len(sys.argv) > 5 else 6000
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+
+    class Listener(ConsumerRebalanceListener):
+        def on_partitions_revoked(self, revoked):  # type: ignore[no-untyped-def]
+            say(event="revoked", client=name, partitions=sorted(p.partition for p in revoked))
+
+        def on_partitions_assigned(self, assigned):  # type: ignore[no-untyped-def]
+            say(event="assigned", client=name, partitions=sorted(p.partition for p in assigned))
+
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        group_id=group,
+        client_id=name,
+        enable_auto_commit=False,
+        session_timeout_ms=session_ms,
+        heartbeat_interval_ms=max(100, session_ms // 6),
+        max_poll_interval_ms=session_ms * 5,
+        request_timeout_ms=session_ms * 5 + 5000,
+        partition_assignment_strategy=[
+            __import__("kafka.coordinator.assignors.range", fromlist=["x"]).RangePartitionAssignor
+        ],
+    )
+    consumer.subscribe([topic], listener=Listener())
+    say(event="started", client=name)
+    while not stop:
+        consumer.poll(timeout_ms=200)
+    consumer.close()
+    say(event="closed", client=name)
+
+
+if __name__ == "__main__":
+    main()
