@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import secrets
 import struct
 import time
 from collections.abc import Callable
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kgc.conformance.driver import Driver
 from kgc.impl.clock import VirtualClock
 from kgc.impl.coordinator import GroupConfig, GroupCoordinator
 from kgc.impl.group import GroupState
@@ -118,17 +120,20 @@ class KafkaLog:
 class Server:
     def __init__(self, config: ServeConfig) -> None:
         self.config = config
-        self.clock = VirtualClock(0)
-        self.timer = SystemTimer(self.clock)
         self.store: Any = None
         if config.store is not None:
             from kgc.impl.durable_store import FileGroupStore
 
             self.store = FileGroupStore(config.store)
             log.info("group store %s", self.store.recovery.summary())
-        self.coordinator = GroupCoordinator(
-            config.group, self.clock, self.timer, store=self.store, observer=KafkaLog(lambda: self.coordinator)
+        # member ids must not repeat those of a previous run whose groups the store brings back
+        seed = secrets.randbits(63)
+        driver = Driver(
+            config.group, store=self.store, member_id_seed=seed, listeners=[KafkaLog(lambda: self.coordinator)]
         )
+        self.clock: VirtualClock = driver.clock
+        self.timer: SystemTimer = driver.timer
+        self.coordinator: GroupCoordinator = driver.coordinator
         self.recorder = Recorder(config.record, config.group) if config.record is not None else None
         self.broker: Broker | None = None
         self.connections: set[asyncio.Task[None]] = set()
