@@ -7,6 +7,7 @@ import json
 import os
 import queue
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -98,9 +99,15 @@ def start_server(tmp: Path, *extra: str) -> tuple[Proc, int]:
     raise RuntimeError("kgc serve did not start: " + "".join(server.err))
 
 
-def consumer(kind: str, port: int, group: str, topic: str, name: str, session_ms: int) -> Proc:
+def consumer(kind: str, port: int, group: str, topic: str, name: str, session_ms: int, *extra: str) -> Proc:
     script = CLIENTS / f"{kind}_consumer.py"
-    return Proc([sys.executable, str(script), f"127.0.0.1:{port}", group, topic, name, str(session_ms)], name)
+    return Proc([sys.executable, str(script), f"127.0.0.1:{port}", group, topic, name, str(session_ms), *extra], name)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def wait_for(what: str, check: Callable[[], bool], timeout: float, procs: Sequence[Proc] = ()) -> float:

@@ -38,6 +38,7 @@ from kgc.impl.coordinator import (
 )
 from kgc.impl.errors import Errors
 from kgc.tools.serve.codec import UNSUPPORTED_VERSION, api_versions_entries
+from kgc.tools.serve.offsets import OffsetLog
 from kgc.tools.serve.recording import Recorder
 
 __all__ = ["Broker", "partition_key", "split_partition_key"]
@@ -87,6 +88,7 @@ class Broker:
         self.partitions = partitions
         self.recorder = recorder
         self.before_request = before_request
+        self.offset_log: OffsetLog | None = None
         self.topics: dict[str, tuple[int, uuid.UUID]] = {}
         self.requests = 0
         self._rid = 0
@@ -308,6 +310,9 @@ class Broker:
             fields,
             lambda cb: c.handle_commit_offsets(req.group_id, req.member_id, instance, generation, offsets, cb),
         )
+        accepted = {p: o for p, o in offsets.items() if errors.get(p, Errors.NONE) is Errors.NONE}
+        if self.offset_log is not None and accepted:
+            self.offset_log.append(req.group_id, accepted)
         topics = [
             OffsetCommitResponse.OffsetCommitResponseTopic(
                 name=t.name,

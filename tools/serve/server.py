@@ -43,6 +43,7 @@ from kgc.tools.serve.codec import (
     encode_response,
     peek_header,
 )
+from kgc.tools.serve.offsets import OffsetLog
 from kgc.tools.serve.recording import Recorder
 
 __all__ = ["ServeConfig", "Server"]
@@ -136,6 +137,7 @@ class Server:
         self.coordinator: GroupCoordinator = driver.coordinator
         self.recorder = Recorder(config.record, config.group) if config.record is not None else None
         self.broker: Broker | None = None
+        self.offset_log: Any = None
         self.connections: set[asyncio.Task[None]] = set()
         self.closed_connections = 0
         self._t0 = time.monotonic()
@@ -168,6 +170,11 @@ class Server:
             self.coordinator, self.config.host, self.port, self.config.partitions, self.recorder, self.advance
         )
         if self.store is not None:
+            assert self.config.store is not None
+            self.offset_log = OffsetLog(self.config.store.with_name(self.config.store.name + ".offsets"))
+            self.broker.offset_log = self.offset_log
+            for group, committed in self.offset_log.offsets.items():
+                self.coordinator.offsets.setdefault(group, {}).update(committed)
             for group_id in self.store.group_ids():
                 self.coordinator.on_group_loaded(group_id)
                 g = self.coordinator.group(group_id)
@@ -197,6 +204,7 @@ class Server:
             self.recorder.write()
         if self.store is not None:
             self.store.close()
+            self.offset_log.close()
         log.info("[KafkaServer id=%d] shut down", NODE_ID)
 
     # -- connections ---------------------------------------------------------------------------

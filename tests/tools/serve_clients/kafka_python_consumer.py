@@ -1,6 +1,7 @@
 """A kafka-python consumer for the kgc serve tests: joins GROUP on TOPIC and prints one JSON line
 per rebalance callback ({"event": "assigned"|"revoked", "partitions": [...], "client": NAME}).
-SIGTERM closes it cleanly (LeaveGroup); SIGKILL is the crash."""
+SIGTERM closes it cleanly (LeaveGroup); SIGKILL is the crash. With a 7th argument `commit`, it
+commits offset 100 + partition for each partition it is assigned (and says "committed")."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import signal
 import sys
 
 from kafka import ConsumerRebalanceListener, KafkaConsumer
+from kafka.structs import OffsetAndMetadata
 
 
 def say(**event: object) -> None:
@@ -18,6 +20,8 @@ def say(**event: object) -> None:
 def main() -> None:
     bootstrap, group, topic, name = sys.argv[1:5]
     session_ms = int(sys.argv[5]) if len(sys.argv) > 5 else 6000
+    commit = len(sys.argv) > 6 and sys.argv[6] == "commit"
+    to_commit: list = []
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
 
@@ -27,6 +31,8 @@ def main() -> None:
 
         def on_partitions_assigned(self, assigned):  # type: ignore[no-untyped-def]
             say(event="assigned", client=name, partitions=sorted(p.partition for p in assigned))
+            if commit and assigned:
+                to_commit.append(list(assigned))
 
     consumer = KafkaConsumer(
         bootstrap_servers=bootstrap,
@@ -45,6 +51,10 @@ def main() -> None:
     say(event="started", client=name)
     while not stop:
         consumer.poll(timeout_ms=200)
+        while to_commit:
+            tps = to_commit.pop(0)
+            consumer.commit({tp: OffsetAndMetadata(100 + tp.partition, "", -1) for tp in tps})
+            say(event="committed", client=name, partitions=sorted(tp.partition for tp in tps))
     consumer.close()
     say(event="closed", client=name)
 
