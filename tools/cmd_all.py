@@ -25,7 +25,7 @@ import typer
 from rich.console import Console
 
 from kgc.conformance.scenario import shipped_scenarios
-from kgc.tools.options import DEFAULT_MODEL, ModelOption
+from kgc.tools.options import DEFAULT_MODEL, JunitOption, ModelOption
 from kgc.tools.outdir import writable_dir
 
 __all__ = ["Stage", "StageResult", "register", "run_all"]
@@ -57,6 +57,7 @@ class Stage:
     headline: Callable[[str, dict[str, Any]], str]
     json_last_line: bool = True
     before: Callable[[Path], list[str]] | None = None  # a preparing command (e.g. simulate)
+    junit: bool = False  # the command takes --junit FILE; its file is merged into the run's junit.xml
 
 
 def _last_json(stdout: str) -> dict[str, Any]:
@@ -148,7 +149,13 @@ def default_stages(root: Path, model: str, traces: int, seed: int, check_timeout
         ]
 
     return [
-        Stage("replay", lambda run: kgc + ["replay", *_scenario_files(root)], _replay_headline, json_last_line=False),
+        Stage(
+            "replay",
+            lambda run: kgc + ["replay", *_scenario_files(root)],
+            _replay_headline,
+            json_last_line=False,
+            junit=True,
+        ),
         Stage(
             "check",
             lambda run: (
@@ -167,6 +174,7 @@ def default_stages(root: Path, model: str, traces: int, seed: int, check_timeout
                 ]
             ),
             _check_headline,
+            junit=True,
         ),
         Stage(
             "conform",
@@ -186,9 +194,10 @@ def default_stages(root: Path, model: str, traces: int, seed: int, check_timeout
                     str(run / "traces"),
                 ]
             ),
+            junit=True,
         ),
-        Stage("validate", validate_argv, _generic_headline),
-        Stage("prove", lambda run: kgc + ["prove", "--json"], _prove_headline),
+        Stage("validate", validate_argv, _generic_headline, junit=True),
+        Stage("prove", lambda run: kgc + ["prove", "--json"], _prove_headline, junit=True),
     ]
 
 
@@ -231,8 +240,14 @@ def _stop_group(proc: subprocess.Popen[str]) -> None:
         pass
 
 
+def stage_junit(run_dir: Path, name: str) -> Path:
+    return run_dir / f"{name}.junit.xml"
+
+
 def run_stage(stage: Stage, run_dir: Path, console: Console) -> StageResult:
     argv = stage.argv(run_dir)
+    if stage.junit:
+        argv = argv + ["--junit", str(stage_junit(run_dir, stage.name))]
     started = time.monotonic()
     if stage.before is not None:
         prep = stage.before(run_dir)
@@ -262,6 +277,34 @@ def run_stage(stage: Stage, run_dir: Path, console: Console) -> StageResult:
     return StageResult(stage.name, argv, code, seconds, headline, summary, tail)
 
 
+def stage_pages(result: StageResult) -> list[str]:
+    """The `kgc show` pages a stage wrote (check: its counterexample; conform: divergences)."""
+    pages = result.summary.get("pages") or ([result.summary["page"]] if result.summary.get("page") else [])
+    return [str(p) for p in pages]
+
+
+def merge_junit(run_dir: Path, results: list[StageResult], stages: list[Stage], target: Path) -> Path:
+    """One JUnit file for the run: every stage's suites; a stage that left no file (it crashed,
+    was interrupted, or its preparing command failed) is one error case saying so."""
+    from kgc.tools.junit import Case, Suite, read_junit, write_junit
+
+    wants = {s.name for s in stages if s.junit}
+    suites: list[Suite] = []
+    for r in results:
+        if r.name not in wants:
+            continue
+        path = stage_junit(run_dir, r.name)
+        try:
+            suites.extend(read_junit(path))
+            continue
+        except Exception:  # noqa: BLE001 - missing or half-written (ET.ParseError): no result either
+            pass
+        case = Case(r.name, "kgc.all", r.seconds, failure=f"exit {r.exit_code}: {r.headline}", details=r.output_tail)
+        case.error = True
+        suites.append(Suite(f"kgc all: {r.name}", [case], r.seconds))
+    return write_junit(target, suites, name="kgc all")
+
+
 def run_all(root: Path, run_dir: Path, stages: list[Stage], console: Console) -> list[StageResult]:
     """Run the stages in order. Interrupted (Ctrl-C, SIGTERM), the stage running is stopped with
     its children and recorded as interrupted, the rest as not run, and summary.json is written
@@ -286,6 +329,8 @@ def run_all(root: Path, run_dir: Path, stages: list[Stage], console: Console) ->
                 raise
             mark = "[green]PASS[/green]" if result.passed else f"[red]FAIL (exit {result.exit_code})[/red]"
             console.print(f"   {mark} {result.headline}  [dim]({result.seconds:.1f} s)[/dim]")
+            for page in stage_pages(result):
+                console.print(f"   page: {page}", markup=False, soft_wrap=True)
             results.append(result)
     finally:
         (run_dir / "summary.json").write_text(json.dumps([asdict(r) for r in results], indent=2))
@@ -299,12 +344,18 @@ def all_command(
     out: Annotated[Path | None, typer.Option(help="Run folder; default runs/all-<time>/.")] = None,
     only: Annotated[str | None, typer.Option(help="Comma-separated stage names to run.")] = None,
     check_timeout: Annotated[int, typer.Option(help="Seconds TLC may take in the check stage (exit 22 after).")] = 3600,
+    junit: JunitOption = None,
+    open_report: Annotated[bool, typer.Option("--open", help="Open the report in the default browser.")] = False,
 ) -> None:
     """The main job: replay the scenarios, TLC-check the model, conform spec and implementation
     both ways, prove the invariants; a summary table and runs/all-*/report.html at the end."""
+    from kgc.tools.junit import junit_target
     from kgc.tools.report import write_report
 
-    console = Console(stderr=True)
+    junit_target(junit, "all")
+
+    # soft_wrap: piped into a log, rich would otherwise wrap every line at 80 columns, mid-word
+    console = Console(stderr=True, soft_wrap=True)
     root = Path.cwd()
     # the pid keeps two runs started in the same second apart
     run_dir = out or Path("runs") / f"{time.strftime('all-%Y%m%d-%H%M%S')}-{os.getpid()}"
@@ -321,6 +372,7 @@ def all_command(
         results = run_all(root, run_dir, stages, console)
     except KeyboardInterrupt:
         results = [StageResult(**r) for r in json.loads((run_dir / "summary.json").read_text())]
+        merge_junit(run_dir, results, stages, junit or run_dir / "junit.xml")
         page = write_report(run_dir, results)
         console.print(
             f"\nkgc all: interrupted during stage {results[-1].name if results else '?'}; "
@@ -337,9 +389,19 @@ def all_command(
             )
         )
         raise typer.Exit(INTERRUPTED) from None
+    merged = merge_junit(run_dir, results, stages, run_dir / "junit.xml")
+    if junit is not None:
+        merge_junit(run_dir, results, stages, junit)
     page = write_report(run_dir, results)
     failed = [r for r in results if not r.passed]
-    console.print(f"\nreport: {page}")
+    console.print(f"\njunit: {junit or merged}", markup=False, soft_wrap=True)
+    console.print(
+        f"report: {page.resolve()}  (open it in a browser; kgc all --open does)", markup=False, soft_wrap=True
+    )
+    if open_report:
+        from kgc.tools.cmd_show import open_in_browser
+
+        open_in_browser(page)
     typer.echo(("FAILED: " + ", ".join(r.name for r in failed)) if failed else f"ALL {len(results)} STAGES PASSED")
     typer.echo(json.dumps({"ok": not failed, "stages": {r.name: r.exit_code for r in results}, "report": str(page)}))
     raise typer.Exit(max((r.exit_code for r in failed), default=0))

@@ -19,13 +19,14 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from kgc.spec.tlc_result import CheckResult, Outcome
 from kgc.tools.exit_codes import ExitCode, exit_code_for
-from kgc.tools.options import DEFAULT_MODEL, JsonOption, ModelOption
+from kgc.tools.options import DEFAULT_MODEL, JsonOption, JunitOption, ModelOption
 from kgc.tools.outdir import writable_dir
 
 __all__ = ["check", "register"]
 
 DEFAULT_RUNS_DIR = Path("runs")
 COUNTEREXAMPLE_FILE = "counterexample.itf.json"
+PAGE_FILE = "counterexample.html"
 
 # Exit codes for which TLC gave a verdict about the protocol; every other code is a failure
 # to check, reported as one `kgc check: error:` line on stderr.
@@ -142,7 +143,7 @@ def _fail_before_run(code: ExitCode, kind: str, message: str, model: str, json_o
 
 
 def _print_report(
-    console: Console, model: str, result: CheckResult, run_dir: Path, counterexample: Path | None
+    console: Console, model: str, result: CheckResult, run_dir: Path, counterexample: Path | None, page: Path | None
 ) -> None:
     from kgc.tools.trace_view import render_trace
 
@@ -163,6 +164,10 @@ def _print_report(
     console.print(f"  run folder: {_shown(run_dir)}", markup=False, soft_wrap=True)
     if counterexample is not None:
         console.print(f"  counterexample: {_shown(counterexample)}", markup=False, soft_wrap=True)
+    if page is not None:
+        console.print(
+            f"  page: {_shown(page)}  (kgc show: the counterexample as a diagram)", markup=False, soft_wrap=True
+        )
     if exit_code_for(outcome) in _VERDICTS and result.error_line and result.trace is None:
         console.print(f"  {result.error_line}", markup=False, soft_wrap=True)  # e.g. Assert: no trace
     for warning in result.warnings:
@@ -172,6 +177,42 @@ def _print_report(
         console.print(f"\n[bold]Counterexample[/bold] ({count} state{'s' if count != 1 else ''})")
         for line in render_trace(result.trace):
             console.print(line, markup=False, soft_wrap=True)
+
+
+def _write_page(counterexample: Path, target: Path, errors: Console) -> Path | None:
+    """The counterexample as a `kgc show` page beside it; a page that cannot be drawn is a
+    warning, never a lost verdict."""
+    from kgc.tools.trace_page import page_from_itf, write_page
+
+    try:
+        return write_page(target, page_from_itf(counterexample))
+    except Exception as err:  # noqa: BLE001 - the verdict stands without its picture
+        errors.print(f"kgc check: warning: no page for the counterexample: {err}", markup=False, soft_wrap=True)
+        return None
+
+
+def _write_junit(
+    path: Path, model: str, result: CheckResult, code: ExitCode, page: Path | None, errors: Console
+) -> None:
+    """One test case per model: failed with the violated property and the counterexample's
+    steps, an error when TLC gave no verdict."""
+    from kgc.tools.junit import Case, Suite, write_junit
+    from kgc.tools.trace_view import render_trace
+
+    outcome = result.outcome or Outcome.CRASHED
+    case = Case(model, "kgc.check", result.wall_seconds or 0.0)
+    if code is not ExitCode.PASSED:
+        case.failure = _HEADLINES[outcome] + (f": {result.violated}" if result.violated else "")
+        if result.error_line and code not in _VERDICTS:
+            case.failure += f" ({result.error_line})"
+        case.error = code not in _VERDICTS
+        case.details = "\n".join(render_trace(result.trace)) if result.trace else (result.error_line or "")
+        case.page = str(page) if page else None
+    try:
+        write_junit(path, [Suite(f"kgc check {model}", [case])])
+    except OSError as err:
+        errors.print(f"kgc check: error: --junit {path}: {err.strerror or err}", markup=False, soft_wrap=True)
+        raise typer.Exit(int(ExitCode.USAGE)) from None
 
 
 def check(
@@ -184,6 +225,7 @@ def check(
     ] = None,
     max_heap: Annotated[str | None, typer.Option(help="Java heap limit, e.g. 2g (default: the JVM's).")] = None,
     spec_dir: Annotated[Path | None, typer.Option(help="Spec folder to use instead of the installed kgc.spec.")] = None,
+    junit: JunitOption = None,
 ) -> None:
     """Model-check a model of the spec with TLC. Exit codes: see docs/check.md."""
     from kgc.spec.catalog import ModelNotFoundError, resolve_model
@@ -212,6 +254,9 @@ def check(
         )
     except (ModelNotFoundError, ValueError) as exc:
         _fail_before_run(ExitCode.USAGE, "usage_error", str(exc), model, json_output)
+    from kgc.tools.junit import junit_target
+
+    junit_target(junit, "check")
     if out is not None and out.exists() and (not out.is_dir() or any(out.iterdir())):
         _fail_before_run(
             ExitCode.USAGE, "usage_error", f"--out {out} must be a new or empty folder", model, json_output
@@ -270,11 +315,15 @@ def check(
             },
         )
     code = exit_code_for(result.outcome)
+    page = _write_page(counterexample, run_dir / PAGE_FILE, errors) if counterexample is not None else None
     summary = summary_json(found.name, result, code, run_dir, counterexample, workers)
+    summary["page"] = str(page) if page else None
     (run_dir / "result.json").write_text(json.dumps(summary, indent=2) + "\n")
 
+    if junit is not None:
+        _write_junit(junit, found.name, result, code, page, errors)
     report = errors if json_output else Console(highlight=False)
-    _print_report(report, found.name, result, run_dir, counterexample)
+    _print_report(report, found.name, result, run_dir, counterexample, page)
     if code not in _VERDICTS:
         errors.print(f"kgc check: error: {result.error_line}", markup=False, soft_wrap=True)
     if json_output:

@@ -12,18 +12,26 @@ Exit 0 when no trace diverged, 1 when one did, 2 when a trace could not be read 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from kgc.tools.options import BugOption, JsonOption
+from kgc.tools.options import BugOption, JsonOption, JunitOption
 from kgc.tools.outdir import writable_dir
 from kgc.tools.progress import counted
 
 __all__ = ["conform_command", "register"]
 
 EXIT_PASS, EXIT_DIVERGED, EXIT_ERROR = 0, 1, 2
+MAX_PAGES = 20  # pages drawn per run: the first divergences are the ones read
+
+
+def page_path(trace: Path, pages: Path | None) -> Path:
+    """`x.itf.json` -> `x.divergence.html`, in `pages` or beside the trace."""
+    name = trace.name.removesuffix(".json").removesuffix(".itf") + ".divergence.html"
+    return (pages or trace.parent) / name
 
 
 def conform_command(
@@ -38,6 +46,11 @@ def conform_command(
         Path | None,
         typer.Option(help="Also write the implementation's runs here as recorded traces, for kgc validate."),
     ] = None,
+    pages: Annotated[
+        Path | None,
+        typer.Option(help="Folder for the pages of diverging traces (default: beside each trace)."),
+    ] = None,
+    junit: JunitOption = None,
 ) -> None:
     """Replay spec traces on the implementation; report the first divergence of each."""
     from kgc.conformance.abstraction import SpecConstants
@@ -50,16 +63,40 @@ def conform_command(
     except (KeyError, LookupError) as e:
         typer.echo(f"kgc conform: error: {e.args[0] if e.args else e}", err=True)
         raise typer.Exit(EXIT_ERROR) from None
+    from kgc.tools.junit import Case, Suite, junit_target, write_junit
+
+    junit_target(junit, "conform")
     if record is not None:
         writable_dir(record, "--record", "conform")
+    if pages is not None:
+        writable_dir(pages, "--pages", "conform")
     files = itf_files(paths)
     if not files:
         typer.echo("kgc conform: error: no *.itf.json traces found", err=True)
         raise typer.Exit(EXIT_ERROR)
 
+    drawn: dict[str, str] = {}
+
+    def draw(outcome) -> str | None:
+        """The diverging trace replayed spec | implementation side by side (kgc show --replay)."""
+        if len(drawn) >= MAX_PAGES:
+            return None
+        from kgc.tools.trace_page import page_from_cex_replay, write_page
+
+        target = page_path(Path(outcome.file), pages)
+        try:
+            write_page(target, page_from_cex_replay(Path(outcome.file), bug, constants))
+        except Exception:  # noqa: BLE001 - the divergence is reported without its page
+            return None
+        drawn[outcome.file] = str(target)
+        return str(target)
+
     def show(outcome) -> None:
         if outcome.verdict == "DIVERGED":
             typer.echo(f"DIVERGED {outcome.file}: {outcome.divergence}")
+            page = draw(outcome)
+            if page:
+                typer.echo(f"  page: {page}")
         elif outcome.verdict == "ERROR":
             typer.echo(f"ERROR {outcome.file}: {outcome.error}")
         elif verbose:
@@ -71,9 +108,24 @@ def conform_command(
             show(outcome)
             advance(1)
 
+        started = time.monotonic()
         report = conform(files, cls, constants, stop_at_first=stop, on_trace=on_trace, record_to=record)
     typer.echo(f"kgc conform ({cls.__name__}): {report.summary()}")
     code = EXIT_ERROR if report.count("ERROR") else EXIT_DIVERGED if report.count("DIVERGED") else EXIT_PASS
+    if junit is not None:
+        cases = []
+        for outcome in report.outcomes:
+            case = Case(Path(outcome.file).name, "kgc.conform", 0.0, output=f"{outcome.steps}/{outcome.total} steps")
+            if outcome.divergence is not None:
+                d = outcome.divergence
+                case.failure = (
+                    f"step {d.step} {d.action}: {d.variable}: spec {d.spec_value}, implementation {d.impl_value}"
+                )
+                case.details, case.page = f"{outcome.file}\n{d}", drawn.get(outcome.file)
+            elif outcome.error:
+                case.failure, case.details, case.error = outcome.error, outcome.file, True
+            cases.append(case)
+        write_junit(junit, [Suite(f"kgc conform ({cls.__name__})", cases, time.monotonic() - started)])
     if json_output:
         first = report.first_divergence
         typer.echo(
@@ -98,6 +150,7 @@ def conform_command(
                         "implementation": first.divergence.impl_value,
                     },
                     "exit_code": code,
+                    "pages": list(drawn.values()),
                 }
             )
         )

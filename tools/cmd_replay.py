@@ -11,6 +11,7 @@ that a scenario `kgc fuzz --bug NAME` saved reproduces its failure; an unknown n
 from __future__ import annotations
 
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -20,7 +21,7 @@ import typer
 from kgc.conformance.replay import run_scenario
 from kgc.conformance.scenario import ScenarioError, load_scenario
 from kgc.conformance.seeded_bugs import coordinator_class
-from kgc.tools.options import BugOption
+from kgc.tools.options import BugOption, JunitOption
 
 EXIT_PASS, EXIT_FAIL, EXIT_INVALID = 0, 1, 2
 
@@ -44,14 +45,36 @@ def replay_one(path: Path, coordinator: Any = None, durable: bool = False) -> tu
 
 
 def replay(
-    files: list[Path], echo: Callable[[str], None] = print, coordinator: Any = None, durable: bool = False
+    files: list[Path],
+    echo: Callable[[str], None] = print,
+    coordinator: Any = None,
+    durable: bool = False,
+    cases: list[Any] | None = None,
 ) -> int:
+    """Run each file; with `cases`, append a JUnit test case per file (kgc.tools.junit.Case)."""
     worst = EXIT_PASS
     for path in files:
+        started = time.monotonic()
         status, line = replay_one(Path(path), coordinator, durable)
         echo(line)
         worst = max(worst, status)
+        if cases is not None:
+            cases.append(_case(Path(path), status, line, time.monotonic() - started))
     return worst
+
+
+def _case(path: Path, status: int, line: str, seconds: float) -> Any:
+    """PASS name / FAIL name: step N: ... / ERROR file: ... as a test case named for the scenario."""
+    from kgc.tools.junit import Case
+
+    verdict, _, rest = line.partition(" ")
+    name, _, why = rest.partition(": ") if verdict == "FAIL" else (rest, "", "")
+    case = Case(name if verdict != "ERROR" else path.stem, "kgc.replay", seconds)
+    if status == EXIT_FAIL:
+        case.failure, case.details = why, f"{path}\n{line}"
+    elif status == EXIT_INVALID:
+        case.failure, case.details, case.error = rest, str(path), True
+    return case
 
 
 def replay_command(
@@ -64,6 +87,7 @@ def replay_command(
             help="Keep group metadata in a durable file store (fsync per write); `load` recovers it from the file.",
         ),
     ] = False,
+    junit: JunitOption = None,
 ) -> None:
     """Run scenario files against the Python coordinator: PASS, FAIL at the first step that
     did not hold, or ERROR for a file that is not a valid scenario."""
@@ -72,7 +96,15 @@ def replay_command(
     except KeyError as e:
         typer.echo(f"kgc replay: error: {e.args[0]}", err=True)
         raise typer.Exit(EXIT_INVALID) from None
-    raise typer.Exit(replay(files, echo=typer.echo, coordinator=cls, durable=durable_store))
+    from kgc.tools.junit import Suite, junit_target, write_junit
+
+    junit_target(junit, "replay")
+    cases: list[Any] = []
+    started = time.monotonic()
+    code = replay(files, echo=typer.echo, coordinator=cls, durable=durable_store, cases=cases)
+    if junit is not None:
+        write_junit(junit, [Suite("kgc replay", cases, time.monotonic() - started)])
+    raise typer.Exit(code)
 
 
 def register(app: typer.Typer) -> None:

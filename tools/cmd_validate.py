@@ -15,13 +15,14 @@ check a batch (the spec or the generated module did not parse, TLC crashed), 1 f
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from kgc.tools.exit_codes import ExitCode
-from kgc.tools.options import BugOption, JsonOption
+from kgc.tools.options import BugOption, JsonOption, JunitOption
 from kgc.tools.outdir import writable_dir
 from kgc.tools.progress import counted
 
@@ -65,6 +66,11 @@ def validate_command(
     timeout: Annotated[float | None, typer.Option(min=1, help="Seconds per TLC run.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only failing traces and the summary.")] = False,
     json_output: JsonOption = False,
+    junit: JunitOption = None,
+    pages: Annotated[
+        Path | None,
+        typer.Option(help="Folder for the pages of traces that fail (default: --out, else beside --junit)."),
+    ] = None,
 ) -> None:
     """Check with TLC that recorded implementation runs are behaviours of the spec; name, for
     each run that is not, the first step the spec cannot explain."""
@@ -73,12 +79,16 @@ def validate_command(
     from kgc.conformance.seeded_bugs import coordinator_class
     from kgc.conformance.validate import ValidationError, validate_traces
     from kgc.spec.tlc import JavaMissingError, locate_java
+    from kgc.tools.junit import junit_target
 
     try:
         cls = coordinator_class(bug)
     except KeyError as e:
         typer.echo(f"kgc validate: error: {e.args[0]}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
+    junit_target(junit, "validate")
+    if pages is not None:
+        writable_dir(pages, "--pages", "validate")
     recorded = []
     try:
         recorded += [read_trace(f) for f in _trace_files(list(traces or []))]
@@ -110,6 +120,7 @@ def validate_command(
     except JavaMissingError as e:
         typer.echo(f"kgc validate: error: {e}", err=True)
         raise typer.Exit(int(ExitCode.JAVA_MISSING)) from None
+    started = time.monotonic()
     try:
         with counted("kgc validate", len(recorded), "traces") as advance:
             report = validate_traces(
@@ -124,9 +135,13 @@ def validate_command(
     except (ValidationError, ValueError) as e:
         typer.echo(f"kgc validate: error: {e}", err=True)
         raise typer.Exit(EXIT_TLC) from None
+    page_dir = pages or out or (junit.parent / "pages" if junit is not None else None)
+    drawn = _draw_failures(report.verdicts, recorded, page_dir)
     for v in report.verdicts:
         if not quiet or not v.matched:
             typer.echo(v.line())
+            if v.name in drawn:
+                typer.echo(f"  page: {drawn[v.name]}")
     for e in report.errors:
         typer.echo(f"ERROR {e}")
     failed = sum(1 for v in report.verdicts if not v.matched)
@@ -138,6 +153,8 @@ def validate_command(
         f"{report.seconds:.1f} s ({per_minute:.0f} traces/min)"
     )
     code = EXIT_TLC if report.errors else EXIT_UNEXPLAINED if failed else EXIT_PASS
+    if junit is not None:
+        _write_junit(junit, cls.__name__, report, drawn, time.monotonic() - started)
     if json_output:
         typer.echo(
             json.dumps(
@@ -162,6 +179,55 @@ def validate_command(
             )
         )
     raise typer.Exit(code)
+
+
+MAX_PAGES = 20
+
+
+def _draw_failures(verdicts: list, recorded: list, folder: Path | None) -> dict[str, str]:
+    """A `kgc show` page per trace the spec cannot explain (the first MAX_PAGES), the failing
+    step marked; none without a folder to put them in."""
+    if folder is None:
+        return {}
+    from kgc.tools.trace_page import page_from_recorded_trace, write_page
+
+    by_name = {}
+    for t in recorded:
+        by_name.setdefault(t.name, t)
+    drawn: dict[str, str] = {}
+    for v in verdicts:
+        if v.matched or v.name not in by_name or len(drawn) >= MAX_PAGES:
+            continue
+        target = folder / f"{_slug(v.name)}.html"
+        try:
+            write_page(target, page_from_recorded_trace(by_name[v.name], v.name, v.failed_step, v.reason))
+        except Exception:  # noqa: BLE001 - the verdict stands without its page
+            continue
+        drawn[v.name] = str(target)
+    return drawn
+
+
+def _write_junit(path: Path, implementation: str, report: object, drawn: dict[str, str], seconds: float) -> None:
+    """One test case per recorded trace; a TLC batch that could not run is one error case."""
+    from kgc.tools.junit import Case, Suite, write_junit
+
+    cases = []
+    for v in report.verdicts:  # type: ignore[attr-defined]
+        case = Case(v.name, "kgc.validate", 0.0, output=f"{v.steps} steps")
+        if not v.matched:
+            where = (
+                f"step {v.failed_step}" + (f" {v.action}" if v.action else "") + (f" [{v.origin}]" if v.origin else "")
+            )
+            case.failure = f"{where}: {v.reason or 'no spec step matches'}"
+            case.details, case.page = v.line(), drawn.get(v.name)
+        cases.append(case)
+    for n, error in enumerate(report.errors):  # type: ignore[attr-defined]
+        cases.append(
+            Case(
+                f"TLC batch {n + 1}", "kgc.validate", failure=str(error).splitlines()[0], details=str(error), error=True
+            )
+        )
+    write_junit(path, [Suite(f"kgc validate ({implementation})", cases, seconds)])
 
 
 def _slug(name: str) -> str:

@@ -1,9 +1,11 @@
 """The page `kgc all` leaves behind: what people would rather see than read.
 
-One self-contained HTML file (no scripts, no external assets, so it opens from a CI artifact):
-the stage table, TLC's numbers, a counterexample as a step table with the changed variables
-highlighted, the proof matrix (invariant x action), and the scenario results. Written by hand
-with html.escape rather than a template engine: the page is small and a dependency for it is not.
+One self-contained HTML file (no external assets, so it opens from a CI artifact): the stage
+table, TLC's numbers, a counterexample in the `kgc show` viewer (embedded as an iframe's srcdoc,
+so the report stays one file), the proof matrix (invariant x action), and per stage every
+result (its JUnit test cases) and its whole output, each collapsible -- nothing cut to a tail.
+Written by hand with html.escape rather than a template engine: the page is small and a
+dependency for it is not.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ th{background:#f3f3f3}.pass{background:#e6f6e6}.fail{background:#fbe3e3}.unknown
 .changed{background:#fff0b3}code,pre{font-family:ui-monospace,monospace;font-size:90%}
 pre{background:#f7f7f7;padding:0.6em;overflow-x:auto}h2{margin-top:1.6em}
 .m{font-size:80%;text-align:center;width:1.5em}
+details{margin:0.4em 0}summary{cursor:pointer;color:#124}
+iframe.viewer{width:100%;height:720px;border:1px solid #ccc}
 """
 
 
@@ -81,6 +85,22 @@ def _counterexample(path: Path) -> str:
     return f"<div style='overflow-x:auto'><table><tr><th>#</th><th>action</th>{head}</tr>{''.join(rows)}</table></div>"
 
 
+def _viewer(counterexample: Path, page: Path | None) -> str:
+    """The counterexample in the `kgc show` viewer, inline; a link to its own page too."""
+    from kgc.tools.trace_page import page_from_itf, render_html
+
+    try:
+        document = render_html(page_from_itf(counterexample))
+    except Exception as exc:  # noqa: BLE001 - the report is written whatever the trace holds
+        return f"<p>counterexample {_e(counterexample)} cannot be drawn: {_e(exc)}</p>" + _counterexample(
+            counterexample
+        )
+    link = f"<p>page: <a href='{_e(page.resolve().as_uri())}'>{_e(page)}</a></p>" if page else ""
+    return (
+        f"{link}<iframe class='viewer' title='counterexample' srcdoc=\"{html.escape(document, quote=True)}\"></iframe>"
+    )
+
+
 def _check_section(stage: _StageLike) -> str:
     s = stage.summary
     if not s:
@@ -101,7 +121,8 @@ def _check_section(stage: _StageLike) -> str:
     rows = "".join(f"<tr><th>{k}</th><td>{_e(s.get(k))}</td></tr>" for k in keys if s.get(k) is not None)
     out = f"<table>{rows}</table>"
     if s.get("counterexample"):
-        out += "<h3>Counterexample</h3>" + _counterexample(Path(s["counterexample"]))
+        page = Path(s["page"]) if s.get("page") else None
+        out += "<h3>Counterexample</h3>" + _viewer(Path(s["counterexample"]), page)
     return out
 
 
@@ -133,7 +154,42 @@ def _prove_section(stage: _StageLike) -> str:
 
 
 def _plain_section(stage: _StageLike) -> str:
-    return f"<pre>{_e(stage.output_tail)}</pre>"
+    return ""
+
+
+def _results(run_dir: Path, name: str) -> str:
+    """Every test case the stage's JUnit file holds, failures first and open."""
+    from kgc.tools.junit import read_junit
+
+    path = run_dir / f"{name}.junit.xml"
+    try:
+        suites = read_junit(path)
+    except Exception:  # noqa: BLE001 - no file (stage not run, crashed): nothing to list
+        return ""
+    cases = [c for s in suites for c in s.cases]
+    bad = [c for c in cases if c.failure is not None]
+    rows = []
+    for c in sorted(cases, key=lambda c: c.failure is None):
+        verdict = "ERROR" if c.errored else "FAIL" if c.failed else "skipped" if c.skipped is not None else "PASS"
+        cls = "pass" if verdict == "PASS" else "unknown" if verdict == "skipped" else "fail"
+        detail = f"<details><summary>{_e(c.failure)}</summary><pre>{_e(c.details)}</pre></details>" if c.failure else ""
+        rows.append(f"<tr class='{cls}'><td>{_e(c.name)}</td><td>{verdict}</td><td>{detail or _e(c.output)}</td></tr>")
+    summary = f"results: {len(cases) - len(bad)}/{len(cases)} passed" + (f", {len(bad)} not" if bad else "")
+    return (
+        f"<details{' open' if bad else ''}><summary>{_e(summary)} ({_e(path.name)})</summary>"
+        f"<table><tr><th>test case</th><th>verdict</th><th>detail</th></tr>{''.join(rows)}</table></details>"
+    )
+
+
+def _output(run_dir: Path, stage: _StageLike) -> str:
+    """The stage's whole stdout (kept in NAME.out), collapsed."""
+    path = run_dir / f"{stage.name}.out"
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        text = stage.output_tail
+    lines = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+    return f"<details><summary>whole output ({lines} lines, {_e(path.name)})</summary><pre>{_e(text)}</pre></details>"
 
 
 _SECTIONS = {"check": _check_section, "prove": _prove_section}
@@ -147,7 +203,12 @@ def write_report(run_dir: Path, results: list[_StageLike]) -> Path:
         _stage_table(results),
     ]
     for r in results:
-        body.append(f"<h2>{_e(r.name)}</h2>" + _SECTIONS.get(r.name, _plain_section)(r))
+        body.append(
+            f"<h2>{_e(r.name)}</h2>"
+            + _SECTIONS.get(r.name, _plain_section)(r)
+            + _results(run_dir, r.name)
+            + _output(run_dir, r)
+        )
     page = run_dir / "report.html"
     page.write_text(
         f"<!doctype html><html><head><meta charset='utf-8'><title>kgc report</title>"

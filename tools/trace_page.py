@@ -40,6 +40,7 @@ __all__ = [
     "page_from_file",
     "page_from_itf",
     "page_from_recorded",
+    "page_from_recorded_trace",
     "page_from_scenario",
     "render_html",
     "write_page",
@@ -334,10 +335,25 @@ def page_from_recorded(path: Path) -> dict[str, Any]:
     keeps the implementation event it came from."""
     from kgc.conformance.recorded_trace import read_trace
 
-    trace = read_trace(path)
+    return page_from_recorded_trace(read_trace(path), str(path))
+
+
+def page_from_recorded_trace(
+    trace: Any, source: str, failed_step: int | None = None, reason: str | None = None
+) -> dict[str, Any]:
+    """A RecordedTrace in memory; `failed_step` (kgc validate: the first step the spec cannot
+    explain) is marked as the violation."""
     side = build_side(trace.states, "implementation (recorded)", trace.origins)
     summary = f"recorded run {trace.name}" + (f"; recording stopped: {trace.stopped}" if trace.stopped else "")
-    return _page(f"recorded run: {trace.name}", "recorded", str(path), [side], summary=summary)
+    marks: dict[str, Any] = {}
+    if failed_step is not None and 0 <= failed_step < len(trace.states):
+        marks["violation"] = {
+            "property": "a behaviour of the spec",
+            "step": failed_step,
+            "text": f"step {failed_step}: {reason or 'no spec step matches'}",
+        }
+        summary += f"; not a behaviour of the spec from step {failed_step}: {reason or 'no spec step matches'}"
+    return _page(f"recorded run: {trace.name}", "recorded", source, [side], summary=summary, **marks)
 
 
 def page_from_scenario(path: Path) -> dict[str, Any]:
@@ -353,14 +369,14 @@ def page_from_scenario(path: Path) -> dict[str, Any]:
     return _page(f"scenario: {trace.name}", "scenario", str(path), [side], summary=summary)
 
 
-def page_from_cex_replay(path: Path, bug: str | None = None) -> dict[str, Any]:
+def page_from_cex_replay(path: Path, bug: str | None = None, constants: Any = None) -> dict[str, Any]:
     """A counterexample replayed on the implementation (kgc replay-cex): the spec's steps and
     the implementation's side by side, the first divergence and the verdict marked."""
     from kgc.conformance.cex import replay_counterexample
     from kgc.conformance.seeded_bugs import coordinator_class
     from kgc.spec.itf import read_itf
 
-    report = replay_counterexample(path, coordinator_class(bug))
+    report = replay_counterexample(path, coordinator_class(bug), constants)
     _, states = read_itf(path)
     spec_states = [states[s.index] for s in report.steps]
     impl_states: list[Mapping[str, TlaValue]] = []
