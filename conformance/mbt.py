@@ -52,6 +52,7 @@ __all__ = [
     "TraceOutcome",
     "compare_states",
     "conform",
+    "conform_states",
     "conform_trace",
     "describe_action",
     "itf_files",
@@ -137,12 +138,17 @@ def _parse_state(body: str, memo: dict[str, TlaValue]) -> dict[str, TlaValue]:
     return values
 
 
-def parse_simulation_file(text: str) -> Trace:
+def parse_simulation_file(text: str, memo: dict[str, TlaValue] | None = None) -> Trace:
     """One trace file of TLC 2.15's `-simulate file=PREFIX`: `STATE_i ==` blocks of
-    `/\\ var = value` lines. TLC names no actions there; lastAction does."""
+    `/\\ var = value` lines. TLC names no actions there; lastAction does.
+
+    `memo` (value text -> value) may be shared by the files of one simulation: traces of one
+    model repeat most values (every Init, the empty sets, the common timer lists), and values
+    are immutable, so a value parsed once serves every trace."""
     heads = list(_STATE_HEADER.finditer(text))
     states: list[TraceState] = []
-    memo: dict[str, TlaValue] = {}
+    if memo is None:
+        memo = {}
     for n, head in enumerate(heads):
         end = heads[n + 1].start() if n + 1 < len(heads) else len(text)
         body = text[head.end() : end]
@@ -498,7 +504,13 @@ def _stem(path: Path) -> str:
     return name[: -len(".itf.json")] if name.endswith(".itf.json") else Path(path).stem
 
 
-def _follow(path: Path, states: list[dict[str, TlaValue]], world: World, recorder: RunRecorder | None) -> TraceOutcome:
+def _follow(
+    path: Path | str,
+    states: list[dict[str, TlaValue]],
+    world: World,
+    recorder: RunRecorder | None,
+    on_step: Any | None = None,
+) -> TraceOutcome:
     total = len(states) - 1
     outcome = TraceOutcome(str(path), 0, total)
     if not states:
@@ -518,6 +530,8 @@ def _follow(path: Path, states: list[dict[str, TlaValue]], world: World, recorde
                 if head != spec_head and tie_to_fire(world, spec_head) is None:
                     outcome.divergence = Divergence(n, action, "timers[1]", _show(spec_head), _show(head))
                     return outcome
+            group = world.group if on_step is not None else None
+            before_state = group.state.name if group is not None else "NoGroup"
             try:
                 res = (
                     apply_spec_step(world, spec_before, spec_after)
@@ -529,6 +543,8 @@ def _follow(path: Path, states: list[dict[str, TlaValue]], world: World, recorde
             except Exception as e:  # noqa: BLE001 - the implementation crashed
                 outcome.divergence = Divergence(n, action, "(exception)", "a next state", f"{type(e).__name__}: {e}")
                 return outcome
+            if on_step is not None:
+                on_step(name, before_state, res)
             impl = abstract_state(world)
             diffs = compare_states(spec_after, impl, world, world.ops)
             diffs += _action_diff(la, res)
@@ -564,6 +580,31 @@ def _action_diff(la: Mapping[str, Any], res: StepResult) -> list[tuple[str, str,
     ):
         out.append(("lastAction.resp", str(resp), res.response or "(no response in the step)"))
     return out
+
+
+def conform_states(
+    name: str,
+    states: list[dict[str, TlaValue]],
+    constants: SpecConstants,
+    coordinator_class: type[GroupCoordinator] = GroupCoordinator,
+    on_step: Any | None = None,
+    check_shape: bool = True,
+) -> tuple[TraceOutcome, World | None]:
+    """conform_trace for states already in memory (the Spark pipeline parses TLC's simulate
+    output straight into them, skipping the ITF file). `on_step(action name, group state
+    before, StepResult)` is called after each step the implementation performed, for coverage.
+    Returns the outcome and the world as the run left it (None when it could not start).
+    `check_shape=False` skips the schema check, for traces TLC just drew from the model itself
+    (the first of a run is still checked by the caller)."""
+    try:
+        world = World(constants, coordinator_class)
+        if states and check_shape:
+            check_trace_shape(name, states, abstract_state(world))
+    except InputError as e:
+        return TraceOutcome(name, 0, 0, error=f"{e.place}: {e.message}" if e.place else e.message), None
+    except Exception as e:  # noqa: BLE001 - a bad trace is reported, not raised
+        return TraceOutcome(name, 0, 0, error=f"{type(e).__name__}: {e}"), None
+    return _follow(name, states, world, None, on_step), world
 
 
 def itf_files(paths: Iterable[Path]) -> list[Path]:

@@ -156,13 +156,15 @@ def test_kgc_bench_all_quick_runs_the_three_benchmarks_in_one_command(tmp_path: 
     last = json.loads(result.stdout.strip().splitlines()[-1])
     assert last["ok"] is True and last["unavailable"] == {} and last["failed"] == {}
     results = last["results"]
-    assert set(results) == {"purgatory", "tlc", "replay"}
+    assert set(results) == {"purgatory", "tlc", "replay", "pipeline"}
     assert all(r["ok"] for r in results.values())
     assert results["purgatory"]["data"]["agreement"]["ok"] is True
     tlc = results["tlc"]
     assert [r["workers"] for r in tlc["rows"]] == [1, 2] and tlc["summary"]["agree"] is True
     assert {r["model"] for r in tlc["rows"]} == {"smoke"}
     assert all(r["outcome"] == "passed" and r["distinct_states"] > 1000 for r in tlc["rows"])
+    pipeline = results["pipeline"]["summary"]  # local[1] and local[2] agreed row for row (ok)
+    assert pipeline["itf_speedup"] > 1 and pipeline["local2_traces_per_s"] > 0
 
 
 def test_unknown_and_unavailable_benchmarks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

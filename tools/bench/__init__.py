@@ -42,6 +42,12 @@ def _replay(options: BenchOptions) -> BenchResult:
     return replay_benchmark(options)
 
 
+def _pipeline(options: BenchOptions) -> BenchResult:
+    from kgc.tools.bench.pipeline_bench import pipeline_benchmark
+
+    return pipeline_benchmark(options)
+
+
 def _plot_purgatory(result: BenchResult, path: Path) -> Path:
     from kgc.tools.bench.plot import plot_purgatory
 
@@ -52,6 +58,7 @@ BENCHMARKS: dict[str, Callable[[BenchOptions], BenchResult]] = {
     "purgatory": _purgatory,
     "tlc": _tlc,
     "replay": _replay,
+    "pipeline": _pipeline,
 }
 
 PLOTTERS: dict[str, Callable[[BenchResult, Path], Path]] = {
