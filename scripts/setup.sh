@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Creates .venv (if missing) and installs kgc with its pinned dependencies into it.
 # Needs python3 >= 3.11 and java (17) on PATH; everything else comes from PyPI (Kafka's clients too: the `clients`
-# extra, for the kgc serve tests), except the
+# extra, for the kgc serve tests; PySpark, the `spark` extra, for the kgc pipeline tests), except the
 # browser the page tests drive (Debian's chromium, installed with apt-get when missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,7 +9,7 @@ PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-PIP_DISABLE_PIP_VERSION_CHECK=1 .venv/bin/python -m pip install -q -e ".[test,bench,browser,clients${KGC_EXTRAS:+,$KGC_EXTRAS}]"
+PIP_DISABLE_PIP_VERSION_CHECK=1 .venv/bin/python -m pip install -q -e ".[test,bench,browser,clients,spark${KGC_EXTRAS:+,$KGC_EXTRAS}]"
 .venv/bin/python -c "import kgc.impl, kgc.tools" || { echo "setup: kgc did not install" >&2; exit 1; }
 # `kgc show` pages are tested in a real browser: Playwright drives the system chromium through
 # its executable path (no `playwright install`: it downloads, which a closed network refuses).

@@ -63,7 +63,9 @@ def _conform(states: list[list[dict[str, Any]]], itf_dir: Path, constants: Any) 
     for n, trace in enumerate(states):
         outcome, _ = conform_states(f"t{n}", trace, constants, on_step=_Coverage(), check_shape=n == 0)
         if outcome.verdict != "CONFORMS":
-            raise BenchCheckFailed(f"pipeline conform: trace {n} did not conform: {outcome.divergence or outcome.error}")
+            raise BenchCheckFailed(
+                f"pipeline conform: trace {n} did not conform: {outcome.divergence or outcome.error}"
+            )
         steps += outcome.steps
     fast = time.perf_counter() - started
     if steps != base_steps:
