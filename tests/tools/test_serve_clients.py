@@ -91,5 +91,14 @@ def _group_lifecycle(tmp_path: Path, kinds: list[str]) -> None:
     assert "1 behaviours of the spec, 0 not" in validate.stdout
 
 
-def test_kafka_python_group(tmp_path: Path) -> None:
-    _group_lifecycle(tmp_path, ["kafka_python"] * 3)
+GROUPS = {
+    "kafka-python": ["kafka_python"] * 3,
+    "aiokafka": ["aiokafka"] * 3,
+    "confluent-kafka": ["confluent"] * 3,
+    "mixed": ["kafka_python", "aiokafka", "confluent"],
+}
+
+
+@pytest.mark.parametrize("clients", sorted(GROUPS))
+def test_group_of_kafka_clients(tmp_path: Path, clients: str) -> None:
+    _group_lifecycle(tmp_path, GROUPS[clients])
