@@ -93,7 +93,7 @@ class _LiveProgress:
     def __exit__(self, *exc: object) -> None:
         self._progress.stop()
 
-    def update(self, result: CheckResult) -> None:
+    def update(self, result: CheckResult) -> str:
         stats = ""
         if result.distinct_states is not None:
             rate = (result.states_generated or 0) / max(time.monotonic() - self._started, 1e-9)
@@ -102,6 +102,7 @@ class _LiveProgress:
                 f"{_short(result.queue or 0)} queue  {_short(rate)}/s  depth {result.depth or 0}"
             )
         self._progress.update(self._task, description=result.phase, stats=stats)
+        return f"{result.phase} {stats}".strip()
 
 
 def summary_json(
@@ -285,8 +286,11 @@ def check(
             raise typer.Exit(int(ExitCode.USAGE)) from None
     errors = Console(stderr=True, highlight=False)
     try:
-        with _LiveProgress(errors) as live:
-            result = run_tlc(job, run_dir, on_update=live.update, java=java, jar=jar)
+        from kgc.tools.progress import ticking
+
+        # a terminal gets the live line; a log (kgc all's check stage, CI) a line every few seconds
+        with _LiveProgress(errors) as live, ticking("kgc check", spinner=False) as status:
+            result = run_tlc(job, run_dir, on_update=lambda r: status(live.update(r)), java=java, jar=jar)
     except Terminated as exc:
         signum = int(signal.Signals[str(exc)])
         errors.print(

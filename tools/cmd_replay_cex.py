@@ -28,6 +28,10 @@ def replay_cex_command(
     model: Annotated[
         str | None, typer.Option(help="Model whose constants to use (default: the one in the file's #meta).")
     ] = None,
+    page: Annotated[
+        Path | None,
+        typer.Option(help="Write the spec | implementation page here (default: beside FILE, .replay.html)."),
+    ] = None,
 ) -> None:
     """Replay a counterexample on the implementation: follows / deviates per step, and the
     verdict SAME, DIFFERENT or NONE."""
@@ -46,6 +50,14 @@ def replay_cex_command(
     for step in report.steps:
         typer.echo("  " + step.line())
     typer.echo(report.conclusion())
+    from kgc.tools.trace_page import page_from_cex_report, write_page
+
+    target = page or file.with_name(file.name.removesuffix(".json").removesuffix(".itf") + ".replay.html")
+    try:
+        write_page(target, page_from_cex_report(file, report))
+        typer.echo(f"page: {target}")
+    except Exception as e:  # noqa: BLE001 - the verdict stands without its page
+        typer.echo(f"kgc replay-cex: warning: no page written ({target}): {e}", err=True)
     verdict = report.verdict
     raise typer.Exit(EXIT_SAME if verdict == SAME else EXIT_DIFFERENT if verdict == DIFFERENT else EXIT_NONE)
 

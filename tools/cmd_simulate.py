@@ -42,8 +42,14 @@ def simulate_command(
         typer.echo(f"kgc simulate: error: --out {out} must be a new or empty folder", err=True)
         raise typer.Exit(int(ExitCode.USAGE))
     writable_dir(out, "--out", "simulate")
+    from kgc.tools.progress import ticking
+
     try:
-        result = simulate(model, traces, depth, seed, out, ms_per_unit=ms_per_unit, timeout=timeout, spec_dir=spec_dir)
+        with ticking("kgc simulate") as status:
+            status(f"TLC drawing {traces} behaviours of {model}, depth {depth}")
+            result = simulate(
+                model, traces, depth, seed, out, ms_per_unit=ms_per_unit, timeout=timeout, spec_dir=spec_dir
+            )
     except (ModelNotFoundError, ValueError) as e:
         typer.echo(f"kgc simulate: error: {e}", err=True)
         raise typer.Exit(int(ExitCode.USAGE)) from None

@@ -91,19 +91,25 @@ def validate_command(
         writable_dir(pages, "--pages", "validate")
     recorded = []
     try:
-        recorded += [read_trace(f) for f in _trace_files(list(traces or []))]
-        if scenarios:
-            from kgc.conformance.recorder import record_scenario_file
+        trace_files = _trace_files(list(traces or []))
+        scenario_files = _trace_files(list(scenarios or []))
+        # reading and recording come first and can take minutes: a bar of their own
+        with counted("kgc validate: recording", len(trace_files) + len(scenario_files) + random_runs, "runs") as ran:
+            for f in trace_files:
+                recorded.append(read_trace(f))
+                ran(1)
+            if scenario_files:
+                from kgc.conformance.recorder import record_scenario_file
 
-            files = [f for f in _trace_files(list(scenarios))]
-            recorded += [record_scenario_file(f, cls) for f in files]
-        if random_runs:
-            from kgc.conformance.recorder import RANDOM_RUN_CONSTANTS, random_run
+                for f in scenario_files:
+                    recorded.append(record_scenario_file(f, cls))
+                    ran(1)
+            if random_runs:
+                from kgc.conformance.recorder import RANDOM_RUN_CONSTANTS, random_run
 
-            recorded += [
-                random_run(RANDOM_RUN_CONSTANTS, steps, s, coordinator_class=cls)
-                for s in range(seed, seed + random_runs)
-            ]
+                for s in range(seed, seed + random_runs):
+                    recorded.append(random_run(RANDOM_RUN_CONSTANTS, steps, s, coordinator_class=cls))
+                    ran(1)
     except (OSError, ValueError, ScenarioError) as e:  # InputError is a ValueError
         typer.echo(f"kgc validate: error: {e}", err=True)
         raise typer.Exit(EXIT_INPUT) from None

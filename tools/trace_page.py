@@ -37,6 +37,7 @@ __all__ = [
     "Side",
     "build_side",
     "page_from_cex_replay",
+    "page_from_cex_report",
     "page_from_file",
     "page_from_itf",
     "page_from_recorded",
@@ -374,9 +375,14 @@ def page_from_cex_replay(path: Path, bug: str | None = None, constants: Any = No
     the implementation's side by side, the first divergence and the verdict marked."""
     from kgc.conformance.cex import replay_counterexample
     from kgc.conformance.seeded_bugs import coordinator_class
+
+    return page_from_cex_report(path, replay_counterexample(path, coordinator_class(bug), constants))
+
+
+def page_from_cex_report(path: Path, report: Any) -> dict[str, Any]:
+    """The page of a replay already done (a kgc.conformance.cex.CexReport of `path`)."""
     from kgc.spec.itf import read_itf
 
-    report = replay_counterexample(path, coordinator_class(bug), constants)
     _, states = read_itf(path)
     spec_states = [states[s.index] for s in report.steps]
     impl_states: list[Mapping[str, TlaValue]] = []

@@ -151,9 +151,12 @@ def test_replay_cex_cli_exit_codes_and_report(cex_dir: Path, tmp_path: Path) -> 
     lines = real.stdout.splitlines()
     assert lines[1].strip() == "step 0 Init: follows"
     assert any("DEVIATES" in line for line in lines)
-    assert lines[-1].endswith(f": {NONE}")
+    assert lines[-2].endswith(f": {NONE}")
+    # the spec | implementation page (kgc show --replay) beside the counterexample
+    page = path.with_name(path.name.removesuffix(".json").removesuffix(".itf") + ".replay.html")
+    assert lines[-1] == f"page: {page}" and page.is_file()
     buggy = run(env=dict(os.environ, KGC_IMPL_BUG="sync_in_preparing_rebalance"))
-    assert buggy.returncode == 1 and buggy.stdout.splitlines()[-1].endswith(f": {SAME}")
+    assert buggy.returncode == 1 and buggy.stdout.splitlines()[-2].endswith(f": {SAME}")
     assert "implementation violates NoSyncInPreparingRebalance" in buggy.stdout
     missing = subprocess.run([str(KGC), "replay-cex", "nope.itf.json"], capture_output=True, text=True, cwd=tmp_path)
     assert missing.returncode == 2 and "kgc replay-cex: error:" in missing.stderr

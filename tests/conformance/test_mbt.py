@@ -181,7 +181,7 @@ def test_cli_simulate_then_conform(tmp_path: Path) -> None:
     summary = json.loads(ok.stdout.strip().splitlines()[-1])
     assert summary["traces"] == 40 and summary["diverged"] == 0 and summary["steps"] > 0
     assert summary["steps_per_second"] > 0
-    assert "kgc conform: 20/40 traces" in ok.stderr  # progress, a line every tenth
+    assert "kgc conform: " not in ok.stderr  # a job of a second prints no progress lines (tests/tools/test_progress.py)
 
     env = dict(os.environ, KGC_IMPL_BUG="generation_not_bumped")
     bad = _kgc("conform", "t", cwd=tmp_path, env=env)
