@@ -13,7 +13,7 @@ import typer
 __all__ = ["PIPELINES", "register"]
 
 #: One module per pipeline; each attaches one command to the `kgc pipeline` group.
-PIPELINES: tuple[str, ...] = ("kgc.tools.cmd_pipeline_conform",)
+PIPELINES: tuple[str, ...] = ("kgc.tools.cmd_pipeline_conform", "kgc.tools.cmd_pipeline_logs")
 
 
 def register(app: typer.Typer) -> None:

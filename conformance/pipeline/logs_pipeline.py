@@ -1,0 +1,200 @@
+"""`kgc pipeline logs` end to end: expand inputs, parse in Spark, check each group's history on
+the workers, write Parquet (events, findings, groups), summary.json and the timeline page.
+
+Why the history check runs in Python on the workers: it is per group and sequential (a small
+state machine over a group's events, which are a tiny fraction of the lines), so a groupByKey
+over events is cheap, while the per-line work stays in the JVM (logs_parse.py).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kgc.conformance.pipeline.logs_formats import FIELDS
+from kgc.conformance.pipeline.logs_history import CheckConfig, Event, Finding, GroupHistory, check_group
+from kgc.conformance.pipeline.logs_parse import InputFile, expand_inputs, parse_logs
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import SparkSession
+
+__all__ = ["LogsOutcome", "events_by_group", "run_logs"]
+
+
+@dataclass
+class LogsOutcome:
+    summary: dict[str, Any]
+    findings: list[Finding] = field(default_factory=list)
+    groups: list[GroupHistory] = field(default_factory=list)
+    input_errors: list[str] = field(default_factory=list)
+
+    @property
+    def violations(self) -> int:
+        return sum(1 for f in self.findings if f.kind == "violation")
+
+
+def _int_or_none(text: str | None) -> int | None:
+    try:
+        return int(text) if text else None
+    except ValueError:
+        return None
+
+
+def _to_event(row: Any) -> Event:
+    return Event(
+        file=row["file"],
+        line=int(row["line"]),
+        ts=row["ts"] or "",
+        broker=row["broker"] or "",
+        kind=row["kind"],
+        group=row["group"] or "",
+        generation=_int_or_none(row["generation"]),
+        member=row["member"] or "",
+        state=row["state"] or "",
+        reason=row["reason"] or "",
+        members=_int_or_none(row["members"]),
+        error=row["error"] or "",
+        text=row["text"] or "",
+    )
+
+
+def _order(event: Event) -> tuple[str, str, int]:
+    return (event.ts.replace("T", " ").replace(".", ","), event.file, event.line)
+
+
+def events_by_group(rows: Iterable[Any]) -> dict[str, list[Event]]:
+    """Events (rows with the events table's columns) per group, in time order across files."""
+    groups: dict[str, list[Event]] = {}
+    for row in rows:
+        if row["group"]:
+            groups.setdefault(row["group"], []).append(_to_event(row))
+    for events in groups.values():
+        events.sort(key=_order)
+    return groups
+
+
+def _check_one(item: tuple[str, Iterable[Any]], config: CheckConfig) -> tuple[list[Finding], GroupHistory]:
+    group, rows = item
+    events = sorted((_to_event(r) for r in rows), key=_order)
+    return check_group(group, events, config)
+
+
+def run_logs(
+    spark: SparkSession,
+    inputs: Sequence[str],
+    out: Path,
+    config: CheckConfig = CheckConfig(),
+    progress: Any = None,
+) -> LogsOutcome:
+    """The whole pipeline; raises nothing for bad input (it is reported in the outcome)."""
+    from pyspark.sql import functions as F
+
+    def say(text: str) -> None:
+        if progress is not None:
+            progress(text)
+
+    files, errors = expand_inputs(inputs)
+    out.mkdir(parents=True, exist_ok=True)
+    if not files:
+        outcome = LogsOutcome(_summary([], {}, 0, [], [], errors), input_errors=errors)
+        _write_json(out, outcome.summary)
+        return outcome
+    say(f"parsing {len(files)} file(s)")
+    parsed = parse_logs(spark, files)
+    events = parsed.events
+    if parsed.extra_events:
+        extra = spark.createDataFrame(parsed.extra_events, schema=events.schema)
+        events = events.unionByName(extra)
+    events = events.persist()
+    say("writing events")
+    events.write.mode("overwrite").parquet(str(out / "events"))
+    say("checking group histories")
+    cfg = config
+    checked = (
+        events.filter(F.col("group") != "")
+        .rdd.map(lambda r: (r["group"], r.asDict()))
+        .groupByKey()
+        .map(lambda item: _check_one(item, cfg))
+        .collect()
+    )
+    events.unpersist()
+    findings = sorted((f for fs, _ in checked for f in fs), key=lambda f: (f.file, f.line, f.rule))
+    histories = sorted((h for _, h in checked), key=lambda h: h.group)
+    _write_tables(spark, out, findings, histories)
+    counts = parsed.counts
+    summary = _summary(files, counts, sum(parsed.per_file_lines.values()), findings, histories, errors)
+    summary["per_file_lines"] = parsed.per_file_lines
+    _write_json(out, summary)
+    from kgc.conformance.pipeline.logs_page import write_page
+
+    write_page(out / "timeline.html", summary, findings, histories)
+    return LogsOutcome(summary, findings, histories, errors)
+
+
+def _summary(
+    files: Sequence[InputFile],
+    counts: dict[str, int],
+    lines: int,
+    findings: Sequence[Finding],
+    histories: Sequence[GroupHistory],
+    errors: Sequence[str],
+) -> dict[str, Any]:
+    coordinator = counts.get("event", 0) + counts.get("unparsed", 0)
+    return {
+        "files": len(files),
+        "lines": lines,
+        "events": counts.get("event", 0),
+        "unparsed": counts.get("unparsed", 0),
+        "categories": dict(counts),
+        "understood": (counts.get("event", 0) / coordinator) if coordinator else 1.0,
+        "groups": len(histories),
+        "violations": sum(1 for f in findings if f.kind == "violation"),
+        "warnings": sum(1 for f in findings if f.kind == "warning"),
+        "file_status": [{"file": f.path, "status": f.status, "detail": f.detail} for f in files if f.status != "ok"],
+        "input_errors": list(errors),
+        "findings": [
+            {"file": f.file, "line": f.line, "group": f.group, "kind": f.kind, "rule": f.rule, "message": f.message}
+            for f in findings
+        ],
+    }
+
+
+def _write_json(out: Path, summary: dict[str, Any]) -> None:
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+
+
+def _write_tables(
+    spark: SparkSession, out: Path, findings: Sequence[Finding], histories: Sequence[GroupHistory]
+) -> None:
+    finding_schema = (
+        "file string, line long, group string, kind string, rule string, message string, lines array<string>"
+    )
+    spark.createDataFrame([f.as_row() for f in findings], finding_schema).coalesce(1).write.mode("overwrite").parquet(
+        str(out / "findings")
+    )
+    group_schema = (
+        "group string, events long, generations array<long>, rebalances long, brokers array<string>, "
+        "first_ts string, last_ts string, state_ms map<string,long>, timeline string"
+    )
+    rows = [
+        {
+            "group": h.group,
+            "events": h.events,
+            "generations": h.generations,
+            "rebalances": h.rebalances,
+            "brokers": h.brokers,
+            "first_ts": h.first_ts,
+            "last_ts": h.last_ts,
+            "state_ms": h.state_ms,
+            "timeline": json.dumps(h.timeline),
+        }
+        for h in histories
+    ]
+    spark.createDataFrame(rows, group_schema).coalesce(1).write.mode("overwrite").parquet(str(out / "groups"))
+
+
+#: The events table's field columns, for readers of the Parquet output.
+EVENT_FIELDS = FIELDS

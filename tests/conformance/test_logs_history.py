@@ -1,0 +1,99 @@
+"""The per-group history rules: what no run of the protocol can log is a violation, known failure
+patterns are warnings, and a partial history (mid-rebalance start, gaps, moves) is neither."""
+
+from __future__ import annotations
+
+from kgc.conformance.pipeline.logs_history import Event, check_group, state_sequence
+
+
+def ev(
+    line: int, kind: str, generation: int | None = None, *, sec: float = 0.0, broker: str = "0", **kw: object
+) -> Event:
+    ms = int(round(sec * 1000))
+    ts = f"2024-01-01 00:{ms // 60000:02d}:{ms // 1000 % 60:02d},{ms % 1000:03d}"
+    return Event("f.log", line, ts, broker, kind, "g", generation, text=f"line {line}", **kw)  # type: ignore[arg-type]
+
+
+def rules(events: list[Event]) -> list[tuple[str, str, int]]:
+    findings, _ = check_group("g", events)
+    return [(f.kind, f.rule, f.line) for f in findings]
+
+
+def test_a_normal_history_has_no_finding() -> None:
+    events = [
+        ev(1, "prepare", 0, sec=0),
+        ev(2, "stabilized", 1, sec=3, members=2),
+        ev(3, "assignment", 1, sec=3.1),
+        ev(4, "member_expired", sec=40),
+        ev(5, "prepare", 1, sec=40),
+        ev(6, "empty", 2, sec=45),
+    ]
+    assert rules(events) == []
+
+
+def test_mid_rebalance_start_is_not_a_violation() -> None:
+    assert rules([ev(1, "stabilized", 8, sec=0, members=1), ev(2, "assignment", 8, sec=1)]) == []
+
+
+def test_generation_completed_twice_is_a_violation() -> None:
+    events = [ev(1, "stabilized", 5, members=1), ev(2, "prepare", 5, sec=10), ev(3, "stabilized", 5, sec=11, members=1)]
+    assert ("violation", "generation_completed_twice", 3) in rules(events)
+
+
+def test_generation_going_backwards_is_a_violation_unless_reset() -> None:
+    back = [ev(1, "stabilized", 5, members=1), ev(2, "prepare", 3, sec=10)]
+    assert ("violation", "generation_backwards", 2) in rules(back)
+    for reset in ("dead", "unloaded", "loaded"):
+        moved = [ev(1, "stabilized", 5, members=1), ev(2, reset, 5, sec=5), ev(3, "prepare", 0, sec=10)]
+        assert rules(moved) == [], reset
+
+
+def test_a_group_moving_to_another_broker_may_start_over() -> None:
+    events = [ev(1, "stabilized", 5, members=1), ev(2, "prepare", 4, sec=10, broker="2")]
+    assert rules(events) == []
+
+
+def test_stabilized_without_members_is_a_violation() -> None:
+    assert ("violation", "stabilized_without_members", 1) in rules([ev(1, "stabilized", 5, members=0)])
+
+
+def test_rebalance_storm_is_a_warning() -> None:
+    burst = [ev(i, "prepare" if i % 2 else "stabilized", 10 + i // 2, sec=i * 0.002, members=1) for i in range(1, 8)]
+    found = rules(burst)
+    assert ("warning", "rebalance_storm", 5) in found
+    assert all(kind == "warning" for kind, _, _ in found)
+
+
+def test_metadata_write_failure_after_stabilize_is_a_warning() -> None:
+    events = [ev(1, "stabilized", 5, members=1), ev(2, "assignment", 5, sec=1), ev(3, "store_error", 5, sec=1.5)]
+    assert rules(events) == [("warning", "metadata_write_failed", 3)]
+
+
+def test_stuck_in_completing_rebalance_is_a_warning() -> None:
+    events = [ev(1, "stabilized", 5, members=2), ev(2, "prepare", 5, sec=400, state="CompletingRebalance")]
+    assert rules(events) == [("warning", "stuck_completing_rebalance", 2)]
+    ok = [ev(1, "stabilized", 5, members=2), ev(2, "prepare", 5, sec=100, state="CompletingRebalance")]
+    assert rules(ok) == []
+
+
+def test_members_expiring_over_and_over_is_a_warning() -> None:
+    events = [ev(i, "member_expired", sec=i * 30) for i in range(1, 6)]
+    assert rules(events) == [("warning", "repeated_member_expiry", 5)]
+
+
+def test_state_sequence_and_time_in_state() -> None:
+    events = [
+        ev(1, "prepare", 0, sec=0),
+        ev(2, "stabilized", 1, sec=3, members=1),
+        ev(3, "assignment", 1, sec=4),
+        ev(4, "unloaded", 1, sec=10),
+    ]
+    assert state_sequence(events) == [
+        ("PreparingRebalance", 0),
+        ("CompletingRebalance", 1),
+        ("Stable", 1),
+        ("Dead", 1),
+    ]
+    _, history = check_group("g", events)
+    assert history.state_ms == {"PreparingRebalance": 3000, "CompletingRebalance": 1000, "Stable": 6000, "Dead": 0}
+    assert history.rebalances == 1 and history.generations == [0, 1]

@@ -1,0 +1,141 @@
+"""`kgc pipeline logs` on a real local SparkSession: the corpus of published coordinator log
+excerpts (tests/conformance/data/logs_corpus, each file with its source), hostile inputs, the
+line accounting, and the command's exit codes and --json line."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyspark")
+
+from kgc.conformance.pipeline.logs_pipeline import run_logs  # noqa: E402
+from kgc.conformance.pipeline.session import spark_session  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+CORPUS = Path(__file__).parent / "data" / "logs_corpus"
+GC = "(kafka.coordinator.group.GroupCoordinator)"
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[object]:
+    with spark_session("local[2]", app_name="kgc-tests-logs") as session:
+        yield session
+
+
+def physical_lines(paths: list[Path]) -> int:
+    total = 0
+    for path in paths:
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rb") as handle:  # type: ignore[operator]
+            total += sum(1 for _ in handle)
+    return total
+
+
+def test_corpus_is_understood_without_violations(spark: object, tmp_path: Path) -> None:
+    outcome = run_logs(spark, [str(CORPUS)], tmp_path / "out")  # type: ignore[arg-type]
+    summary = outcome.summary
+    files = sorted(CORPUS.glob("*.log"))
+    assert all(f.read_text().startswith("# source: https://") for f in files)
+    assert summary["files"] == len(files)
+    assert summary["lines"] == physical_lines(files) == sum(summary["categories"].values())
+    assert summary["understood"] >= 0.95, summary["categories"]
+    assert outcome.violations == 0, summary["findings"]
+    storms = [f for f in outcome.findings if f.rule == "rebalance_storm"]
+    assert [Path(f.file).name for f in storms] == ["kaffe-92-rebalance-cycle-2.3.0.log"]
+    groups = {h.group for h in outcome.groups}
+    assert {"test_consumer", "***", "xxxx", "test-consumer-group"} <= groups
+    xxxx = next(h for h in outcome.groups if h.group == "xxxx")
+    assert xxxx.brokers == ["1001", "1002"]
+    for table in ("events", "findings", "groups"):
+        assert list((tmp_path / "out" / table).glob("*.parquet")), table
+    assert "test_consumer" in (tmp_path / "out" / "timeline.html").read_text()
+
+
+def test_every_line_is_accounted_for_in_messy_pastes(spark: object, tmp_path: Path) -> None:
+    entry = "[2021-06-09 10:00:0{s},000] INFO [GroupCoordinator 1]: {msg} " + GC
+    prep = "Preparing to rebalance group g in state PreparingRebalance with old generation 1 (__consumer_offsets-3) (reason: x)"
+    lines = [
+        "> " + entry.format(s=1, msg=prep),  # markdown quote
+        "Jun 09 10:00:02 host kafka[42]: "
+        + entry.format(s=2, msg="Stabilized group g generation 2 (__consumer_offsets-3) with 1 members"),
+        "Jun 09 10:00:02 host kafka[42]: "
+        + entry.format(s=2, msg="Stabilized group g generation 2 (__consumer_offsets-3) with 1 members"),
+        "[2021-06-09 10:00:03,000] INFO [GroupCoordinator 1]: Assignment received from leader m-1 for group g for",
+        "generation 2. The group has 1 members, 0 of which are static. " + GC,
+        "[2021-06-09 10:00:04,000] INFO [GroupCoordinator 1]: Something new about group g " + GC,
+        "[2021-06-09 10:00:04,000] INFO [Log partition=t-0] Rolled new log segment (kafka.log.Log)",
+        "",
+    ]
+    (tmp_path / "paste.log").write_text("\n".join(lines) + "\n")
+    outcome = run_logs(spark, [str(tmp_path / "paste.log")], tmp_path / "out")  # type: ignore[arg-type]
+    cats = outcome.summary["categories"]
+    assert cats == {
+        "event": 3,
+        "unparsed": 1,
+        "noise": 2,
+        "continuation": 1,
+        "duplicate": 1,
+        "garbage": 0,
+        "oversized": 0,
+    }
+    assert outcome.summary["lines"] == len(lines) == sum(cats.values())
+    assert outcome.violations == 0 and outcome.groups[0].generations == [1, 2]
+
+
+def test_hostile_inputs_are_counted_never_fatal(spark: object, tmp_path: Path) -> None:
+    good = (
+        "[2021-06-09 10:00:00,000] INFO [GroupCoordinator 1]: Stabilized group g generation 2 (__consumer_offsets-3) "
+        + GC
+    )
+    (tmp_path / "binary.log").write_bytes(os.urandom(4096) + b"\n" + good.encode() + b"\n")
+    (tmp_path / "huge.log").write_text("x" * (10 * 1024 * 1024) + "\n" + good + "\n")
+    whole = gzip.compress(("\n".join([good] * 2000) + "\n").encode())
+    (tmp_path / "cut.log.gz").write_bytes(whole[: len(whole) // 2])
+    (tmp_path / "fake.log.gz").write_bytes(b"not gzip at all\n")
+    missing = tmp_path / "nope.log"
+    outcome = run_logs(spark, [str(tmp_path / "*.log*"), str(missing)], tmp_path / "out")  # type: ignore[arg-type]
+    summary = outcome.summary
+    assert outcome.input_errors == [f"{missing}: no such file or folder"]
+    status = {Path(s["file"]).name: s["status"] for s in summary["file_status"]}
+    assert status == {"cut.log.gz": "truncated", "fake.log.gz": "corrupt"}
+    cats = summary["categories"]
+    assert cats["oversized"] == 1 and cats["garbage"] >= 1
+    assert summary["lines"] == sum(cats.values())
+    assert cats["event"] >= 2  # the good lines after the garbage and the huge line
+
+
+def _kgc(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kgc.tools.cli", "pipeline", "logs", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "KGC_SPARK_DRIVER_MEMORY": "1g"},
+    )
+
+
+def test_command_exit_codes_and_json(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.log"
+    stab = (
+        "[2021-06-09 10:00:0{s},000] INFO [GroupCoordinator 1]: Stabilized group g generation 5 (__consumer_offsets-3) "
+        + GC
+    )
+    bad.write_text(stab.format(s=1) + "\n" + stab.format(s=5) + "\n".replace("\n", "\n") + stab.format(s=9) + "\n")
+    run = _kgc("--input", str(bad), "--out", str(tmp_path / "out"), "--master", "local[1]", "--json")
+    assert run.returncode == 10, run.stderr[-2000:]
+    last = json.loads(run.stdout.strip().splitlines()[-1])
+    assert last["files"] == 1 and last["lines"] == 3 and last["events"] == 3 and last["unparsed"] == 0
+    assert [f["rule"] for f in last["findings"]] == ["generation_completed_twice", "generation_completed_twice"]
+    assert last["findings"][0]["line"] == 2
+    missing = _kgc("--input", str(tmp_path / "missing.log"), "--out", str(tmp_path / "out2"))
+    assert missing.returncode == 2
+    assert f"{tmp_path / 'missing.log'}: no such file or folder" in missing.stderr
