@@ -25,7 +25,7 @@ CORPUS = Path(__file__).parent / "data" / "logs_corpus"
 GC = "(kafka.coordinator.group.GroupCoordinator)"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # module: the conform pipeline tests stop their own session
 def spark() -> Iterator[object]:
     with spark_session("local[2]", app_name="kgc-tests-logs") as session:
         yield session
