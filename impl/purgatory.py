@@ -18,7 +18,7 @@ from collections.abc import Hashable, Sequence
 from operator import itemgetter
 from typing import Any
 
-from kgc.impl.timer import SystemTimer, TimerTask
+from kgc.impl.timer import COMPACT_MIN_DEAD, SystemTimer, TimerTask
 
 __all__ = [
     "DelayedOperation",
@@ -94,6 +94,10 @@ class DelayedOperation(TimerTask):
     own unlinking from the timer instead of going through ``cancel()``, and the purgatory calls
     ``try_complete`` directly (``safe_try_complete`` is Kafka's locked wrapper, the same thing
     single-threaded): every completion would otherwise cost four or five nested calls.
+
+    Completion leaves the operation's entry in its timer bucket, dead (kgc.impl.timer's
+    ``task_completed``, inlined): no other entry is touched, and the bucket compacts itself
+    once mostly dead. An operation is completed once and never added to a timer again.
     """
 
     # _delayed_in: the account (the purgatory, or its multi-key account) that counts this
@@ -104,10 +108,10 @@ class DelayedOperation(TimerTask):
     __slots__ = ("_completed", "_delayed_in")
 
     def __init__(self, delay_ms: int) -> None:
-        # TimerTask.__init__ inlined, and only what is read before the timer links the task
-        # (_deadline, _seq, _next and _timer are written by SystemTimer.add before any read).
+        # TimerTask.__init__ inlined, and only what is read before the timer adds the task
+        # (_deadline is written by SystemTimer.add before any read).
         self.delay_ms = delay_ms
-        self._prev = None
+        self._bucket = None
         self._completed = False
         self._delayed_in: Any = None  # the purgatory, its _MultiKeyAccount, or None
 
@@ -130,13 +134,13 @@ class DelayedOperation(TimerTask):
         if account is not None:  # it was waiting in the timer: now it is garbage
             account._delayed -= 1
             account._garbage += 1
-        prev = self._prev
-        if prev is not None:  # TimerTask.cancel, inlined
-            nxt = self._next
-            prev._next = nxt
-            nxt._prev = prev
-            self._prev = self._next = None
-            self._timer._size -= 1
+        b = self._bucket
+        if b is not None:  # kgc.impl.timer.task_completed, inlined: a dead entry now
+            self._bucket = None
+            n = b.dead + 1
+            b.dead = n
+            if n > COMPACT_MIN_DEAD and n + n > len(b.entries):
+                b.compact()
         self.on_complete()
         return True
 
@@ -147,13 +151,10 @@ class DelayedOperation(TimerTask):
             if account is not None:
                 self._delayed_in = None
                 account._delayed -= 1
-        prev = self._prev
-        if prev is not None:
-            nxt = self._next
-            prev._next = nxt
-            nxt._prev = prev
-            self._prev = self._next = None
-            self._timer._size -= 1
+        b = self._bucket
+        if b is not None:  # TimerTask.cancel: removed at once, it may be added again
+            self._bucket = None
+            b.remove(self)
 
     def is_completed(self) -> bool:
         return self._completed
@@ -174,13 +175,13 @@ class DelayedOperation(TimerTask):
         if account is not None:
             account._delayed -= 1
             account._garbage += 1
-        prev = self._prev
-        if prev is not None:  # only when run() is called outside the timer
-            nxt = self._next
-            prev._next = nxt
-            nxt._prev = prev
-            self._prev = self._next = None
-            self._timer._size -= 1
+        b = self._bucket
+        if b is not None:  # only when run() is called outside the timer
+            self._bucket = None
+            n = b.dead + 1
+            b.dead = n
+            if n > COMPACT_MIN_DEAD and n + n > len(b.entries):
+                b.compact()
         self.on_complete()
         self.on_expiration()
 

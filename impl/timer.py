@@ -2,28 +2,39 @@
 
 Layout, as in server-common ``org.apache.kafka.server.util.timer``:
 
-* a **bucket** (Kafka's ``TimerTaskList``) is a circular doubly linked list whose sentinel is
-  the bucket itself, so linking and unlinking a task are O(1) pointer swaps;
+* a **bucket** (Kafka's ``TimerTaskList``) holds its tasks in a plain Python list, in add order;
+  a task points back at its bucket (``_bucket``), and a task is in a bucket exactly when that
+  pointer is the bucket, so removal can be lazy;
 * **wheel** ``k`` has ``wheel_size`` buckets of ``tick_ms * wheel_size**k`` ms each; a task
   whose deadline is beyond a wheel's interval goes to the next (overflow) wheel, created on
   demand; when an overflow bucket comes due its tasks are re-inserted one level down;
 * a heap of ``(expiration, bucket id, bucket)`` plays Kafka's ``DelayQueue<TimerTaskList>``:
   a bucket is pushed once each time its expiration changes, never once per task.
 
+Why lists with lazy removal: adding a task is one ``list.append`` (no per-task container, no
+links to write), and completing a DelayedOperation only drops its bucket pointer and counts a
+dead entry (no neighbour touched: at a million outstanding tasks every neighbour is a cache
+miss). An expiring bucket skips dead entries; a bucket whose entries are mostly dead is
+compacted in place (``_Bucket.compact``), so dead tasks are freed within a constant factor of
+the live ones. ``cancel()`` removes the entry at once (O(bucket)), because a cancelled task
+may be added again and must then sit at its new place only; completion is final.
+
 Where this differs from Kafka, it is to make firing exact rather than "roughly on time", as
 the scenario contract's Time rules require: a task with deadline ``d`` runs only in an
 ``advance_to(target)`` with ``d <= target`` (never early because it shares a tick with an
 earlier one, never on ``add``), all due tasks run in ``(deadline, add order)`` order, and the
-virtual clock reads ``d`` while the task runs. To get that cheaply:
+virtual clock reads ``d`` while the task runs. No sequence number is needed for that, because
+of one fact about the wheels: when an overflow bucket cascades into a lower bucket, every task
+it brings was added before every task already there (a deadline reached the lower wheel
+directly only once that wheel's interval had grown to cover it, which is later). So each
+bucket's list is kept in add order by putting cascaded tasks *in front*, and
 
-* the slot of the lowest wheel that the clock is in is a separate, always-sorted list (the
-  *current* list); a task added for that slot is put straight into it;
+* the lowest wheel's bucket for the slot the clock is in becomes the *current* list (with
+  ``tick_ms == 1`` it holds one deadline: a task added for it is appended, and a bucket coming
+  due becomes the current list in O(1), without touching its tasks);
 * when buckets come due, every bucket with that expiration (on any level) is drained before
-  anything runs, and the drained batch is sorted by ``(deadline, seq)`` only if it can be out of
-  order (a cascade appended an older task behind a newer one, or ``tick_ms > 1``); otherwise the
-  lowest-wheel bucket is spliced onto the current list in O(1);
-* a task *is* its own list entry (``_prev``/``_next``), so adding allocates nothing but the
-  heap entry of a newly activated bucket.
+  anything runs, lowest level first, each cascaded group going in front; with ``tick_ms > 1``
+  the current list is then stably sorted by deadline.
 
 Single-threaded: Kafka's locks are not needed in Python; ``add``/``cancel`` may be called from
 inside a running task.
@@ -33,6 +44,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from heapq import heappop, heappush
+from itertools import islice
 from operator import attrgetter
 from typing import Any
 
@@ -40,74 +52,102 @@ from kgc.impl.clock import Clock, VirtualClock
 
 __all__ = ["TimerTask", "SystemTimer"]
 
-_ORDER = attrgetter("_deadline", "_seq")
+_DEADLINE = attrgetter("_deadline")
+# A bucket is compacted once it holds more than this many dead entries and they are more than
+# half of it: amortised O(1) per completion, and dead tasks stay within 2x the live ones.
+COMPACT_MIN_DEAD = 32
 
 
 class TimerTask:
-    """A task that runs once its delay has passed; also its own bucket entry.
+    """A task that runs once its delay has passed.
 
     Kafka keeps a separate ``TimerTaskEntry`` so a task can be re-added while another thread
-    still holds the old entry; single-threaded, the task itself can carry the links, which
-    saves one object per outstanding task. Re-adding a pending task first unlinks it, as
-    Kafka's ``setTimerTaskEntry`` does.
+    still holds the old entry; single-threaded, the bucket's list holds the task itself and the
+    task its bucket, which saves one object per outstanding task. Re-adding a pending task
+    first cancels it, as Kafka's ``setTimerTaskEntry`` does.
     """
 
-    __slots__ = ("delay_ms", "_deadline", "_seq", "_prev", "_next", "_timer")
+    __slots__ = ("delay_ms", "_deadline", "_bucket")
 
     def __init__(self, delay_ms: int) -> None:
         self.delay_ms = delay_ms
         self._deadline = 0
-        self._seq = 0
-        # Links of an intrusive list whose nodes are tasks and the bucket sentinel: typed Any,
-        # as the hot paths follow them without narrowing (None only when not pending).
-        self._prev: Any = None
-        self._next: Any = None
-        self._timer: Any = None
+        # The bucket whose list holds this task, or None when not pending. Any: the hot paths
+        # use it without narrowing.
+        self._bucket: Any = None
 
     def cancel(self) -> None:
-        """Unlink from whatever bucket holds the task; a no-op when not pending."""
-        prev = self._prev
-        if prev is not None:
-            nxt = self._next
-            prev._next = nxt
-            nxt._prev = prev
-            self._prev = self._next = None
-            self._timer._size -= 1
+        """Take the task out of its bucket; a no-op when not pending."""
+        b = self._bucket
+        if b is not None:
+            self._bucket = None
+            b.remove(self)
 
     def run(self) -> None:
         raise NotImplementedError
 
     def deadline_ms(self) -> int | None:
         """The deadline of the pending task (None if not pending); for tests and diagnostics."""
-        return self._deadline if self._prev is not None else None
+        return self._deadline if self._bucket is not None else None
 
 
 class _Bucket:
-    """Kafka's TimerTaskList: the bucket is the sentinel of its own circular list.
+    """Kafka's TimerTaskList: tasks in add order; those whose ``_bucket`` is not this bucket
+    are dead entries (completed), ``dead`` of them after ``pos``.
 
-    ``_deadline``/``_seq`` exist so the sentinel compares lower than any task: code that
-    checks "is the tail after this task?" needs no separate emptiness test.
+    ``pos`` is how far the current list has been run (0 for every other bucket).
     """
 
-    __slots__ = ("_prev", "_next", "_deadline", "_seq", "exp", "uid", "level", "unsorted")
+    __slots__ = ("entries", "pos", "dead", "exp", "uid", "level")
 
     def __init__(self, uid: int, level: int) -> None:
-        self._prev: Any = self
-        self._next: Any = self
-        self._deadline: Any = float("-inf")  # below every int deadline
-        self._seq = -1
+        self.entries: list[Any] = []
+        self.pos = 0
+        self.dead = 0
         self.exp = -1
         self.uid = uid
         self.level = level
-        self.unsorted = False
 
-    def tasks(self) -> list[TimerTask]:
-        out = []
-        t = self._next
-        while t is not self:
-            out.append(t)
-            t = t._next
-        return out
+    def live(self) -> list[Any]:
+        """The pending tasks, in list order."""
+        return [t for t in islice(self.entries, self.pos, None) if t._bucket is self]
+
+    def count(self) -> int:
+        return len(self.entries) - self.pos - self.dead
+
+    def remove(self, task: Any) -> None:
+        """Eager removal (cancel): O(len), keeps the list object (``add`` caches its append)."""
+        entries = self.entries
+        del entries[entries.index(task, self.pos)]
+
+    def compact(self) -> None:
+        """Drop dead and already-run entries, in place (the list object stays the same)."""
+        self.entries[:] = self.live()
+        self.pos = 0
+        self.dead = 0
+
+    def reset(self, uid: int, level: int) -> None:
+        self.entries = []
+        self.pos = 0
+        self.dead = 0
+        self.exp = -1
+        self.uid = uid
+        self.level = level
+
+
+def task_completed(task: Any) -> None:
+    """Lazy removal of a task that completed while pending (DelayedOperation.force_complete).
+
+    The entry stays in its bucket's list, dead; the bucket is compacted when mostly dead.
+    Inlined in kgc.impl.purgatory; kept here as the one definition of the protocol.
+    """
+    b = task._bucket
+    if b is not None:
+        task._bucket = None
+        n = b.dead + 1
+        b.dead = n
+        if n > COMPACT_MIN_DEAD and n + n > len(b.entries):
+            b.compact()
 
 
 class SystemTimer:
@@ -135,13 +175,11 @@ class SystemTimer:
         "_end0",
         "_cur",
         "_queue",
-        "_size",
-        "_seq",
         "_running",
         "_uids",
         "_last_d",
         "_last_b",
-        "_last_seq",
+        "_last_append",
     )
 
     def __init__(self, clock: Clock, tick_ms: int = 1, wheel_size: int = 20) -> None:
@@ -162,16 +200,14 @@ class SystemTimer:
         self._wheels: list[list[Any]] = []  # overflow slots: None until used
         self._add_level(start - start % tick_ms)
         self._w0 = self._wheels[0]
-        self._cur: Any = _Bucket(-1, -1)  # the clock's slot of the lowest wheel, sorted
+        self._cur: Any = self._new_bucket(0)  # the clock's slot of the lowest wheel
         self._queue: list[tuple[int, int, _Bucket]] = []
-        self._size = 0
-        self._seq = 0
         self._running = False
-        # The deadline, list and seq of the latest run of adds, valid until a wheel moves
-        # (see add); _last_d is None when there is nothing to reuse.
+        # The deadline, bucket and bound append of the latest run of adds, valid until a wheel
+        # moves (see add); _last_d is None when there is nothing to reuse.
         self._last_d: int | None = None
         self._last_b: Any = None
-        self._last_seq = 0
+        self._last_append: Any = None
         self._sync_level0()
 
     # ------------------------------------------------------------------ structure
@@ -206,6 +242,10 @@ class SystemTimer:
             b = wheel[slot] = self._new_bucket(level)
         return b
 
+    def _buckets(self) -> list[_Bucket]:
+        """Every bucket that may hold tasks: the current list and each wheel's."""
+        return [self._cur, *(b for wheel in self._wheels for b in wheel if b is not None)]
+
     def _sync_level0(self) -> None:
         self._last_d = None  # the wheels moved: a deadline may map to another list now
         self._cur0 = self._curs[0]
@@ -233,62 +273,41 @@ class SystemTimer:
 
     def add(self, task: TimerTask) -> None:
         """Schedule ``task`` at ``now + delay_ms``; O(number of wheels), usually O(1)."""
-        if task._prev is not None:
+        if task._bucket is not None:
             task.cancel()
         vc = self._vclock
         d = vc._now if vc is not None else self._now_ms()
         delay = task.delay_ms
         if delay > 0:
             d += delay
-        task._timer = self
-        self._size += 1
         last = self._last_d
         if d == last:
             # The same deadline as the previous add and no wheel has moved since (a drain or an
-            # advance clears _last_d): the same list, already queued, so just append. Tasks
+            # advance clears _last_d): the same bucket, already queued, so just append. Tasks
             # added together usually share their deadline (a burst of requests with one
-            # timeout). Such a run also shares one seq: its tasks always sit together, in add
-            # order, in one list, and move together (splices and cascades keep list order,
-            # sorts are stable), so (deadline, seq) plus list order is still add order. Sharing
-            # the two int objects saves two allocations and 64 bytes per task, and the
-            # collector and the deallocator two scattered objects each.
+            # timeout), and sharing the int object saves an allocation per task.
             task._deadline = last
-            task._seq = self._last_seq
-            b = self._last_b
-            tail = b._prev
-            task._prev = tail
-            task._next = b
-            tail._next = task
-            b._prev = task
+            task._bucket = self._last_b
+            self._last_append(task)
             return
-        seq = self._seq
-        self._seq = seq + 1
-        task._seq = seq
         task._deadline = d
         if d < self._end0:
             tick = self._tick
             vid = d // tick
             if vid == self._curvid0:
-                self._insert_current(task, d)
+                b = self._cur
+                task._bucket = b
                 if tick == 1:
-                    # one deadline per slot: later adds for it are appends to the current list
+                    # one deadline per slot: this and later adds for it are appends
+                    b.entries.append(task)
                     self._last_d = d
-                    self._last_b = self._cur
-                    self._last_seq = seq
+                    self._last_b = b
+                    self._last_append = b.entries.append
+                else:
+                    self._insert_current(b, task, d)
                 return
             b = self._w0[vid % self._wsize]
-            tail = b._prev
-            task._prev = tail
-            task._next = b
-            tail._next = task
-            b._prev = task
             e = vid * tick
-            if b.exp != e:
-                b.exp = e
-                heappush(self._queue, (e, b.uid, b))
-            self._last_d = d
-            self._last_b = b
-            self._last_seq = seq
         else:
             # an overflow wheel, created on demand (most long timeouts land here)
             ends = self._ends
@@ -304,49 +323,77 @@ class SystemTimer:
             tk = self._ticks[k]
             vid = d // tk
             b = self._wheels[k][vid % self._wsize] or self._overflow_bucket(k, vid % self._wsize)
-            tail = b._prev
-            task._prev = tail
-            task._next = b
-            tail._next = task
-            b._prev = task
             e = vid * tk
-            if b.exp != e:
-                b.exp = e
-                heappush(self._queue, (e, b.uid, b))
-            self._last_d = d
-            self._last_b = b
-            self._last_seq = seq
+        task._bucket = b
+        append = b.entries.append
+        append(task)
+        if b.exp != e:
+            b.exp = e
+            heappush(self._queue, (e, b.uid, b))
+        self._last_d = d
+        self._last_b = b
+        self._last_append = append
 
-    def _insert_current(self, task: TimerTask, d: int) -> None:
-        """Insert a newly added task into the sorted current list.
-
-        Its seq is the largest, so it goes after every task with deadline <= d; with
-        ``tick_ms == 1`` all deadlines in the list are equal and this is an append.
-        """
-        cur = self._cur
-        tail = cur._prev
-        while tail._deadline > d:
-            tail = tail._prev
-        nxt = tail._next
-        task._prev = tail
-        task._next = nxt
-        tail._next = task
-        nxt._prev = task
+    @staticmethod
+    def _insert_current(cur: _Bucket, task: TimerTask, d: int) -> None:
+        """Insert a newly added task into the current list (sorted by deadline, then add order):
+        after every entry with deadline <= d. Only with ``tick_ms > 1``."""
+        entries = cur.entries
+        i = len(entries)
+        pos = cur.pos
+        while i > pos and entries[i - 1]._deadline > d:
+            i -= 1
+        entries.insert(i, task)
 
     # ------------------------------------------------------------------ expiry
 
     def _drain(self, e: int) -> None:
         """Bring every bucket expiring at ``e`` down to the current list (Kafka's flush).
 
-        The wheels' clocks move to ``e`` first, so an overflow bucket's tasks re-insert one
-        or more levels down, and tasks of slot ``e`` land on the current list. Buckets of
-        every level with this expiration are drained before anything runs: a cascaded task
-        may tie in deadline with, and precede in add order, a task already waiting on the
-        lowest wheel.
+        Called only when the current list holds no pending task. The wheels' clocks move to
+        ``e`` first; the lowest wheel's bucket for ``e`` becomes the current list (the old,
+        empty one takes its slot), and each overflow bucket's tasks re-insert one or more
+        levels down, in front of what their new bucket holds (they are older; see the module
+        doc), lowest level first.
         """
         self._advance_wheels(e)
         queue = self._queue
-        cur = self._cur
+        base = None
+        over = []
+        while queue and queue[0][0] == e:
+            b = heappop(queue)[2]
+            b.exp = -1
+            if b.level == 0:
+                base = b
+            else:
+                over.append(b)
+        tick = self._tick
+        wsize = self._wsize
+        w0 = self._w0
+        old = self._cur
+        uid = self._uids
+        self._uids = uid + 1
+        if base is not None:
+            old.reset(uid, 0)
+            w0[(e // tick) % wsize] = old
+            cur = base
+            self._cur = cur
+        else:
+            cur = old
+            cur.reset(uid, 0)
+        if over:
+            over.sort(key=attrgetter("level"))
+            for b in over:
+                self._cascade(b, cur)
+        if tick != 1 and cur.entries:
+            live = cur.live()
+            live.sort(key=_DEADLINE)  # stable: add order within a deadline
+            cur.entries = live
+            cur.dead = 0
+
+    def _cascade(self, src: _Bucket, cur: _Bucket) -> None:
+        """Re-insert the pending tasks of the due overflow bucket ``src`` lower down; each
+        target bucket gets its group in front of its own (newer) entries."""
         tick = self._tick
         wsize = self._wsize
         w0 = self._w0
@@ -355,94 +402,56 @@ class SystemTimer:
         ends = self._ends
         ticks = self._ticks
         wheels = self._wheels
-        unsorted = tick != 1
-        while queue and queue[0][0] == e:
-            b = heappop(queue)[2]
-            b.exp = -1
-            first = b._next
-            if first is b:
-                b.unsorted = False
+        queue = self._queue
+        groups: dict[_Bucket, list[Any]] = {}
+        entries = src.entries
+        src.entries = []
+        src.dead = 0
+        for t in entries:
+            if t._bucket is not src:
                 continue
-            if b.level == 0:
-                # splice the whole bucket onto the current list
-                last = b._prev
-                tail = cur._prev
-                if b.unsorted:
-                    unsorted = True
-                    b.unsorted = False
-                elif tail._deadline > first._deadline or (tail._deadline == first._deadline and tail._seq > first._seq):
-                    unsorted = True
-                tail._next = first
-                first._prev = tail
-                last._next = cur
-                cur._prev = last
-                b._next = b._prev = b
-                continue
-            # an overflow bucket: re-insert each task one level (or more) down
-            b._next = b._prev = b
-            t = first
-            while t is not b:
-                nxt = t._next
-                d = t._deadline
-                if d < end0:
-                    vid = d // tick
-                    if vid == curvid0:
-                        lst = cur
-                        tail = cur._prev
-                        if tail._deadline > d or (tail._deadline == d and tail._seq > t._seq):
-                            unsorted = True
-                    else:
-                        lst = w0[vid % wsize]
-                        tail = lst._prev
-                        if tail._deadline > d or (tail._deadline == d and tail._seq > t._seq):
-                            lst.unsorted = True
-                        x = vid * tick
-                        if lst.exp != x:
-                            lst.exp = x
-                            heappush(queue, (x, lst.uid, lst))
-                    t._prev = tail
-                    t._next = lst
-                    tail._next = t
-                    lst._prev = t
+            d = t._deadline
+            if d < end0:
+                vid = d // tick
+                if vid == curvid0:
+                    tb = cur
                 else:
-                    k = 1
-                    while d >= ends[k]:
-                        k += 1
-                    tk = ticks[k]
-                    vid = d // tk
-                    lst = wheels[k][vid % wsize] or self._overflow_bucket(k, vid % wsize)
-                    tail = lst._prev
-                    t._prev = tail
-                    t._next = lst
-                    tail._next = t
-                    lst._prev = t
-                    x = vid * tk
-                    if lst.exp != x:
-                        lst.exp = x
-                        heappush(queue, (x, lst.uid, lst))
-                t = nxt
-        if unsorted:
-            self._sort_current()
-
-    def _sort_current(self) -> None:
-        cur = self._cur
-        tasks = cur.tasks()
-        tasks.sort(key=_ORDER)
-        prev = cur
-        for t in tasks:
-            prev._next = t
-            t._prev = prev
-            prev = t
-        prev._next = cur
-        cur._prev = prev
+                    tb = w0[vid % wsize]
+                    x = vid * tick
+                    if tb.exp != x:
+                        tb.exp = x
+                        heappush(queue, (x, tb.uid, tb))
+            else:
+                k = 1
+                while d >= ends[k]:
+                    k += 1
+                tk = ticks[k]
+                vid = d // tk
+                tb = wheels[k][vid % wsize] or self._overflow_bucket(k, vid % wsize)
+                x = vid * tk
+                if tb.exp != x:
+                    tb.exp = x
+                    heappush(queue, (x, tb.uid, tb))
+            t._bucket = tb
+            g = groups.get(tb)
+            if g is None:
+                groups[tb] = [t]
+            else:
+                g.append(t)
+        for tb, g in groups.items():
+            if tb.pos:
+                del tb.entries[: tb.pos]
+                tb.pos = 0
+            if tb.entries:
+                g.extend(tb.entries)
+            tb.entries = g
 
     def _advance(self, target: int, limit: int) -> int:
-        """Run due tasks in (deadline, seq) order up to ``target``; at most ``limit`` (-1: all)."""
+        """Run due tasks in (deadline, add order) up to ``target``; at most ``limit`` (-1: all)."""
         if self._running:
             raise RuntimeError("SystemTimer is not re-entrant: advance called from a running task")
         self._running = True
         set_ms = self._set_ms
-        cur = self._cur
         queue = self._queue
         ran = 0
         # The clock only moves forwards: if something else moved it past a deadline, the
@@ -450,16 +459,24 @@ class SystemTimer:
         last = self._now_ms()
         try:
             while True:
-                t = cur._next
-                while t is not cur:
+                cur = self._cur
+                entries = cur.entries
+                p = cur.pos
+                pending = False
+                while p < len(entries):
+                    t = entries[p]
+                    if t._bucket is not cur:
+                        p += 1
+                        cur.pos = p
+                        cur.dead -= 1
+                        continue
                     d = t._deadline
                     if d > target:
+                        pending = True
                         break
-                    nxt = t._next
-                    cur._next = nxt
-                    nxt._prev = cur
-                    t._prev = t._next = None
-                    self._size -= 1
+                    p += 1
+                    cur.pos = p
+                    t._bucket = None
                     if d > last:
                         if set_ms is not None:
                             set_ms(d)
@@ -468,8 +485,8 @@ class SystemTimer:
                     ran += 1
                     if ran == limit:
                         return ran
-                    t = cur._next
-                if t is not cur:
+                    p = cur.pos  # a compaction (a completion inside run) may have moved it
+                if pending:
                     break  # the rest of the current slot is after target
                 if not queue or queue[0][0] > target:
                     break
@@ -484,30 +501,25 @@ class SystemTimer:
     # ------------------------------------------------------------------ public API
 
     def size(self) -> int:
-        """Live tasks: added and neither cancelled nor run (Kafka's taskCounter)."""
-        return self._size
+        """Live tasks: added and neither cancelled, completed nor run (Kafka's taskCounter).
+        O(buckets), not O(tasks)."""
+        return sum(b.count() for b in self._buckets())
 
     def next_deadline_ms(self) -> int | None:
         """The earliest deadline among live tasks, or None when there are none."""
         cur = self._cur
-        if cur._next is not cur:
-            return cur._next._deadline
+        for t in islice(cur.entries, cur.pos, None):
+            if t._bucket is cur:
+                return t._deadline  # the current list is sorted
         best = None
         exact0 = self._tick == 1
         for e, _, b in sorted(self._queue):
             if best is not None and e >= best:
                 break
-            t = b._next
-            if t is b:
+            live = b.live()
+            if not live:
                 continue
-            if exact0 and b.level == 0:
-                m = e
-            else:
-                m = t._deadline
-                while t is not b:
-                    if t._deadline < m:
-                        m = t._deadline
-                    t = t._next
+            m = e if exact0 and b.level == 0 else min(t._deadline for t in live)
             if best is None or m < best:
                 best = m
         return best
@@ -515,15 +527,15 @@ class SystemTimer:
     def live_tasks(self) -> list[TimerTask]:
         """Live tasks in firing order, (deadline, add order): a read-only snapshot, so that
         conformance can compare the timer with the spec's ordered `timers`.
-        O(queued buckets + tasks log tasks)."""
-        tasks = self._cur.tasks()
-        seen: set[int] = set()
-        for _, uid, bucket in self._queue:  # every non-empty wheel bucket is queued
-            if uid not in seen:
-                seen.add(uid)
-                tasks.extend(bucket.tasks())
-        tasks.sort(key=_ORDER)
-        return tasks
+
+        Within one deadline, a task on a higher wheel was added before one on a lower wheel,
+        and within a bucket the list is in add order. O(buckets + tasks log tasks)."""
+        keyed = []
+        for b in self._buckets():
+            for i, t in enumerate(b.live()):
+                keyed.append((t._deadline, -b.level, i, t))
+        keyed.sort(key=lambda k: k[:3])
+        return [k[3] for k in keyed]
 
     def advance_to(self, target_ms: int) -> int:
         """Run every task due at or before ``target_ms``; afterwards the clock reads it."""
@@ -554,9 +566,7 @@ class SystemTimer:
         return self._set_ms
 
     def __len__(self) -> int:
-        return self._size
+        return self.size()
 
     def __repr__(self) -> str:
-        return (
-            f"SystemTimer(tick_ms={self._tick}, wheel_size={self._wsize}, levels={len(self._ticks)}, size={self._size})"
-        )
+        return f"SystemTimer(tick_ms={self._tick}, wheel_size={self._wsize}, levels={len(self._ticks)}, size={self.size()})"
