@@ -67,11 +67,12 @@ class TimerTask:
     first cancels it, as Kafka's ``setTimerTaskEntry`` does.
     """
 
-    __slots__ = ("delay_ms", "_deadline", "_bucket")
+    __slots__ = ("delay_ms", "_deadline", "_seq", "_bucket")
 
     def __init__(self, delay_ms: int) -> None:
         self.delay_ms = delay_ms
         self._deadline = 0
+        self._seq = 0  # add order, for diagnostics: firing order is (_deadline, _seq)
         # The bucket whose list holds this task, or None when not pending. Any: the hot paths
         # use it without narrowing.
         self._bucket: Any = None
@@ -180,6 +181,8 @@ class SystemTimer:
         "_last_d",
         "_last_b",
         "_last_append",
+        "_last_seq",
+        "_seq",
     )
 
     def __init__(self, clock: Clock, tick_ms: int = 1, wheel_size: int = 20) -> None:
@@ -208,6 +211,10 @@ class SystemTimer:
         self._last_d: int | None = None
         self._last_b: Any = None
         self._last_append: Any = None
+        self._last_seq = 0
+        # Add order, kept for diagnostics and live_tasks (firing order needs no sequence
+        # numbers; see the module doc). A run of adds with one deadline shares one number.
+        self._seq = 0
         self._sync_level0()
 
     # ------------------------------------------------------------------ structure
@@ -287,10 +294,14 @@ class SystemTimer:
             # added together usually share their deadline (a burst of requests with one
             # timeout), and sharing the int object saves an allocation per task.
             task._deadline = last
+            task._seq = self._last_seq
             task._bucket = self._last_b
             self._last_append(task)
             return
         task._deadline = d
+        seq = self._seq
+        self._seq = seq + 1
+        task._seq = seq
         if d < self._end0:
             tick = self._tick
             vid = d // tick
@@ -303,6 +314,7 @@ class SystemTimer:
                     self._last_d = d
                     self._last_b = b
                     self._last_append = b.entries.append
+                    self._last_seq = seq
                 else:
                     self._insert_current(b, task, d)
                 return
@@ -333,6 +345,7 @@ class SystemTimer:
         self._last_d = d
         self._last_b = b
         self._last_append = append
+        self._last_seq = seq
 
     @staticmethod
     def _insert_current(cur: _Bucket, task: TimerTask, d: int) -> None:
