@@ -43,7 +43,7 @@ from kgc.impl.coordinator import GroupCoordinator
 from kgc.spec.itf import read_itf, write_itf
 from kgc.spec.jsonfile import InputError
 from kgc.spec.tlc_result import CheckResult, Outcome, Trace, TraceState
-from kgc.spec.values import TlaValue, format_value, parse_value, sort_key
+from kgc.spec.values import TlaValue, format_value, parse_state, parse_value, sort_key
 
 __all__ = [
     "ConformReport",
@@ -119,46 +119,56 @@ class SimulationResult:
         return self.check.outcome in (Outcome.PASSED, None) and self.counterexample is None
 
 
-_STATE_HEADER = re.compile(r"^STATE_(\d+) ==[ \t]*$", re.MULTILINE)
-_ASSIGNMENT = re.compile(r"^/\\ ([A-Za-z_][A-Za-z0-9_]*) = ", re.MULTILINE)
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _parse_state(body: str, memo: dict[str, TlaValue]) -> dict[str, TlaValue]:
-    """tla_values.parse_state's job, with each value text parsed once per file: consecutive
-    states repeat most values verbatim, and parsing dominates converting a trace."""
-    starts = list(_ASSIGNMENT.finditer(body))
-    values: dict[str, TlaValue] = {}
-    for n, m in enumerate(starts):
-        end = starts[n + 1].start() if n + 1 < len(starts) else len(body)
-        text = body[m.end() : end].strip()
-        got = memo.get(text)
-        if got is None:
-            got = memo[text] = parse_value(text)
-        values[m.group(1)] = got
-    return values
+def _parse_state(body: str, memo: dict[str, Any]) -> dict[str, TlaValue]:
+    """tla_values.parse_state's job, with each `var = value` text parsed once per memo:
+    consecutive states (and the traces of one simulation) repeat most of them verbatim, and
+    parsing dominates converting a trace. TLC starts every variable's conjunct with `/\\ ` at
+    the start of a line and indents a value's continuation lines, so a plain split finds them."""
+    chunks = body.split("\n/\\ ")
+    if len(chunks) == 1:  # a single variable is printed without `/\\ `
+        return parse_state(body)
+    get = memo.get
+    return dict(get(chunk) or _parse_line(chunk, memo) for chunk in chunks[1:])
 
 
-def parse_simulation_file(text: str, memo: dict[str, TlaValue] | None = None) -> Trace:
+def _parse_line(chunk: str, memo: dict[str, Any]) -> tuple[str, TlaValue]:
+    name, sep, text = chunk.partition(" = ")
+    if not sep or not _NAME.fullmatch(name):
+        raise ValueError(f"not a TLC state line: {chunk[:60]!r}")
+    key = "\0" + text.strip()  # value texts and whole lines share the memo, apart
+    value = memo.get(key)
+    if value is None:
+        value = memo[key] = parse_value(key[1:])
+    got = memo[chunk] = (name, value)
+    return got
+
+
+def parse_simulation_file(text: str, memo: dict[str, Any] | None = None) -> Trace:
     """One trace file of TLC 2.15's `-simulate file=PREFIX`: `STATE_i ==` blocks of
     `/\\ var = value` lines. TLC names no actions there; lastAction does.
 
     `memo` (value text -> value) may be shared by the files of one simulation: traces of one
     model repeat most values (every Init, the empty sets, the common timer lists), and values
     are immutable, so a value parsed once serves every trace."""
-    heads = list(_STATE_HEADER.finditer(text))
     states: list[TraceState] = []
     if memo is None:
         memo = {}
-    for n, head in enumerate(heads):
-        end = heads[n + 1].start() if n + 1 < len(heads) else len(text)
-        body = text[head.end() : end]
-        footer = body.find("\n=====")
-        if footer >= 0:
-            body = body[:footer]
+    parts = text.split("\nSTATE_")
+    for n, part in enumerate(parts[1:], 1):
+        number, sep, body = part.partition(" ==")
+        if not sep or not number.isdigit():
+            raise ValueError(f"not a TLC state header: STATE_{part[:40]!r}")
+        if n == len(parts) - 1:
+            footer = body.find("\n=====")
+            if footer >= 0:
+                body = body[:footer]
         values = _parse_state(body, memo)
         la = values.get("lastAction")
         action = str(la["name"]) if la is not None and "name" in la else "?"
-        states.append(TraceState(int(head.group(1)), action, None, values))
+        states.append(TraceState(int(number), action, None, values))
     return Trace(states=states)
 
 

@@ -70,7 +70,11 @@ def spark_session(
     (scratch / "tmp").mkdir()
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.master(master or DEFAULT_MASTER).appName(app_name)
+    builder = SparkSession.builder.appName(app_name)
+    if master or "PYSPARK_GATEWAY_PORT" not in os.environ:
+        # Under spark-submit (which starts the JVM and sets PYSPARK_GATEWAY_PORT) the master is
+        # spark-submit's --master unless one is given here.
+        builder = builder.master(master or DEFAULT_MASTER)
     for key, value in {**_quiet_conf(scratch, partitions), **(conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

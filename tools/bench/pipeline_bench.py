@@ -37,16 +37,19 @@ def _conversion(files: list[Path], out: Path) -> tuple[dict[str, float], list[li
 
     texts = [f.read_text(encoding="utf-8") for f in files]
     started = time.perf_counter()
+    read_back = []
     for n, text in enumerate(texts):  # the baseline: kgc simulate then kgc conform's reading
         trace = parse_simulation_file(text)
         target = out / f"trace-{n:05d}.itf.json"
         write_itf(target, trace, source="GroupCoordinator", meta={"model": "default"})
-        read_itf(target)
+        read_back.append(read_itf(target)[1])
     baseline = time.perf_counter() - started
     started = time.perf_counter()
     memo: dict[str, Any] = {}
     parsed = [[s.values for s in parse_simulation_file(text, memo).states] for text in texts]
     fast = time.perf_counter() - started
+    if parsed != read_back:
+        raise BenchCheckFailed("TLC's output parsed straight differs from the same traces through ITF")
     return {"baseline_s": baseline, "pipeline_s": fast}, parsed
 
 
