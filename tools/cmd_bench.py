@@ -1,11 +1,11 @@
-"""`kgc bench purgatory|tlc|replay|pipeline|all [--json] [--quick]`: run benchmarks, print, keep results.
+"""`kgc bench purgatory|tlc|replay|pipeline|all [--json] [--quick] [--gc on|off|both]`: run benchmarks, print, keep results.
 
 Every run writes bench/results/<name>-<timestamp>.json (the results plus the machine they were
 measured on) and, for benchmarks with a plotter, a PNG beside it. The table goes to stdout;
 progress goes to stderr; with --json the last stdout line is one JSON object (the same content
 as the file, plus the paths written).
 
-Exit codes: 0 every requested benchmark ran and its checks held; 1 unknown benchmark name;
+Exit codes: 0 every requested benchmark ran and its checks held; 1 unknown benchmark name or --gc mode;
 30 a benchmark's correctness check failed (its numbers are void); 31 the benchmark asked for
 by name is not available yet (`all` skips unavailable ones, listing why, and exits 0).
 """
@@ -32,6 +32,7 @@ from kgc.tools.outdir import writable_dir
 
 EXIT_OK, EXIT_USAGE, EXIT_CHECK_FAILED, EXIT_UNAVAILABLE = 0, 1, 30, 31
 DEFAULT_OUT = Path("bench") / "results"
+GC_MODES = ("on", "off", "both")
 
 
 @dataclass
@@ -75,6 +76,7 @@ def run_bench(
     quick: bool = False,
     out_dir: Path = DEFAULT_OUT,
     seed: int = 0,
+    gc: str = "on",
     progress: Callable[[str], None] | None = None,
     benchmarks: dict[str, Callable[[BenchOptions], BenchResult]] | None = None,
 ) -> BenchReport:
@@ -91,7 +93,7 @@ def run_bench(
     report = BenchReport(
         requested=name, quick=quick, machine=describe_machine(), timestamp=now.isoformat(timespec="seconds")
     )
-    options = BenchOptions(quick=quick, seed=seed, progress=progress)
+    options = BenchOptions(quick=quick, seed=seed, gc=gc, progress=progress)
     for bench in names:
         try:
             report.results.append(registry[bench](options))
@@ -152,15 +154,23 @@ def bench_command(
     ),
     out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the result JSON and plots."),
     seed: int = typer.Option(0, "--seed", help="Seed of the generated workloads."),
+    gc: str = typer.Option(
+        "on",
+        "--gc",
+        help="Purgatory timing passes with the garbage collector on (default, the headline), off, or both.",
+    ),
 ) -> None:
     """Benchmark kgc's parts: the timing-wheel purgatory against heapq (asyncio's way) and
     sched; TLC with 1 vs 2 workers. Results and plots go to bench/results/."""
     console = Console(width=None if sys.stdout.isatty() else 160)
     errors = Console(stderr=True)
     writable_dir(out, "--out", "bench")
+    if gc not in GC_MODES:
+        errors.print(f"[red]--gc: {gc!r} is not one of {', '.join(GC_MODES)}[/red]")
+        raise typer.Exit(EXIT_USAGE)
     try:
         report = run_bench(
-            benchmark, quick=quick, out_dir=out, seed=seed, progress=lambda m: errors.print(f"[dim]{m}[/dim]")
+            benchmark, quick=quick, out_dir=out, seed=seed, gc=gc, progress=lambda m: errors.print(f"[dim]{m}[/dim]")
         )
     except KeyError as err:
         errors.print(f"[red]{err.args[0]}[/red]")

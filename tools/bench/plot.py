@@ -17,9 +17,14 @@ def plot_purgatory(result: BenchResult, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     fig, (ops_ax, mem_ax) = plt.subplots(1, 2, figsize=(11, 4.2))
-    names = list(dict.fromkeys(row["purgatory"] for row in result.rows))
+
+    def series(row: dict) -> str:
+        # timed passes with the collector off (--gc off/both) are a series of their own
+        return row["purgatory"] if row.get("gc", "on") == "on" else f"{row['purgatory']} (gc off)"
+
+    names = list(dict.fromkeys(series(row) for row in result.rows))
     for name in names:
-        rows = sorted((r for r in result.rows if r["purgatory"] == name), key=lambda r: r["target_outstanding"])
+        rows = sorted((r for r in result.rows if series(r) == name), key=lambda r: r["target_outstanding"])
         color = None
         for ax, key in ((ops_ax, "ops_per_s"), (mem_ax, "peak_mb")):
             done = [r for r in rows if not r["partial"] and r[key] is not None]

@@ -19,6 +19,9 @@ class BenchCheckFailed(AssertionError):
 class BenchOptions:
     quick: bool = False  # small sizes: checks that everything runs and agrees, no timing claims
     seed: int = 0
+    # The cyclic garbage collector during timed passes: "on" (the interpreter's default, the
+    # headline), "off", or "both" (each timed pass run twice). Both sides always identical.
+    gc: str = "on"
     progress: Callable[[str], None] | None = None
 
     def say(self, message: str) -> None:
