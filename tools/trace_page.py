@@ -203,7 +203,20 @@ def _step(index: int, before: Mapping[str, TlaValue] | None, after: Mapping[str,
         kind = "request"
         arrows.append({"from": actor, "to": COORDINATOR, "kind": "request", "label": _request_label(la), "error": None})
         error = str(la.get("resp", ""))
-        if error not in ("PARKED", ""):
+        parkable = REQUESTS[name] in ("JoinGroup", "SyncGroup")
+        if error == "" and (not parkable or _get(after, "cphase", actor) not in WAIT_PHASES):
+            # liveness models (Normalize) keep no error codes: the answer is drawn, unnamed
+            arrows.append(
+                {
+                    "from": COORDINATOR,
+                    "to": actor,
+                    "kind": "response",
+                    "label": f"{REQUESTS[name]} response (error code not kept by this model)",
+                    "error": None,
+                }
+            )
+            answered.add(actor)
+        elif error not in ("PARKED", ""):
             arrows.append(
                 {
                     "from": COORDINATOR,

@@ -96,7 +96,15 @@ def test_liveness_counterexample_marks_the_lasso() -> None:
     assert page["loop"] == {"from": 6, "to": 8, "stuttering": False}
     assert page["violation"]["property"] == "SyncCompletes"
     assert page["violation"]["text"] == "along the loop, steps 6..8"
-    assert [n["kind"] for n in page["sides"][0]["steps"][7]["notes"]] == ["time"]
+    steps = page["sides"][0]["steps"]
+    assert [n["kind"] for n in steps[7]["notes"]] == ["time"]
+    # a liveness model keeps no error codes: heartbeats are answered all the same, unnamed
+    assert [a["label"] for a in steps[8]["arrows"]] == [
+        "Heartbeat(memberId=1)",
+        "Heartbeat response (error code not kept by this model)",
+    ]
+    # the follower's SyncGroup stays parked: no answer in the loop
+    assert [a["kind"] for a in steps[5]["arrows"]] == ["request"]
 
 
 def test_simulated_trace_has_no_violation_and_three_clients() -> None:

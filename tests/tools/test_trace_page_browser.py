@@ -157,3 +157,35 @@ def test_step_link_hidden_members_and_action_filter(browser: Any, tmp_path: Path
     page.keyboard.press("j")
     assert opened.current_row() == 2
     assert opened.errors == []
+
+
+def test_kgc_all_report_embeds_a_working_viewer(browser: Any, tmp_path: Path) -> None:
+    """The report's check section holds the counterexample viewer (an iframe's srcdoc): it draws,
+    steps by keyboard inside the frame, and does not scroll the report to it on load."""
+    from kgc.tools.cmd_all import StageResult
+    from kgc.tools.report import write_report
+
+    cex = tmp_path / "check" / "counterexample.itf.json"
+    cex.parent.mkdir()
+    shutil.copy(INPUTS["counterexample"][0], cex)
+    summary = {"model": "bug_two_leaders", "result": "invariant_violated", "counterexample": str(cex)}
+    stage = StageResult("check", ["kgc", "check"], 10, 1.0, "violated SingleLeaderPerGeneration", summary, "")
+    report = write_report(tmp_path, [stage])
+    errors: list[str] = []
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(report.resolve().as_uri())
+    frame = page.frame_locator("iframe.viewer")
+    assert frame.locator(".lifeline").count() == 3
+    assert frame.locator(".step.violated").get_attribute("data-row") == "7"
+    assert page.evaluate("window.scrollY") == 0
+    frame.locator("#step-3").click()
+    frame.locator("body").press("j")
+    assert frame.locator("#current-step").inner_text().startswith("step 4")
+    frame.locator("#violation-mark a").click()  # a #step-N link inside the embedded copy
+    page.wait_for_timeout(200)
+    assert frame.locator(".lifeline").count() == 3
+    assert frame.locator("#current-step").inner_text().startswith("step 7")
+    page.screenshot(path=str(artifacts() / "report.png"), full_page=True)
+    assert errors == []
