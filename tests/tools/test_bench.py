@@ -156,7 +156,7 @@ def test_kgc_bench_all_quick_runs_the_three_benchmarks_in_one_command(tmp_path: 
     last = json.loads(result.stdout.strip().splitlines()[-1])
     assert last["ok"] is True and last["unavailable"] == {} and last["failed"] == {}
     results = last["results"]
-    assert set(results) == {"purgatory", "tlc", "replay", "pipeline"}
+    assert set(results) == {"purgatory", "tlc", "replay", "pipeline", "serve"}
     assert all(r["ok"] for r in results.values())
     assert results["purgatory"]["data"]["agreement"]["ok"] is True
     tlc = results["tlc"]
@@ -218,3 +218,16 @@ def test_replay_benchmark_quick_runs_every_measurement() -> None:
     assert [r["what"] for r in result.rows][:3] == ["coordinator handlers", "kgc replay (scenarios)", "kgc conform"]
     assert all(r["rate"] > 0 for r in result.rows)
     assert result.summary["conform_verdicts"]["DIVERGED"] == 0
+
+
+def test_serve_benchmark_quick_measures_real_rebalances() -> None:
+    """`kgc bench serve --quick`: consumers over TCP against a real `kgc serve`; every figure is
+    measured (rebalances completed, latencies, the server's CPU) next to the in-process baseline."""
+    from kgc.tools.bench.serve_bench import serve_benchmark
+
+    result = serve_benchmark(BenchOptions(quick=True))
+    s = result.summary
+    assert result.ok and s["consumers"] == 20 and s["groups"] == 2
+    assert s["rebalances_per_s"] > 0 and s["joins_per_s"] >= s["rebalances_per_s"]
+    assert 0 < s["join_to_assignment_p50_ms"] <= s["join_to_assignment_p99_ms"]
+    assert s["server_cpu_cores"] > 0 and s["baseline_rebalances_per_s"] > s["rebalances_per_s"]

@@ -48,6 +48,12 @@ def _pipeline(options: BenchOptions) -> BenchResult:
     return pipeline_benchmark(options)
 
 
+def _serve(options: BenchOptions) -> BenchResult:
+    from kgc.tools.bench.serve_bench import serve_benchmark
+
+    return serve_benchmark(options)
+
+
 def _plot_purgatory(result: BenchResult, path: Path) -> Path:
     from kgc.tools.bench.plot import plot_purgatory
 
@@ -59,6 +65,7 @@ BENCHMARKS: dict[str, Callable[[BenchOptions], BenchResult]] = {
     "tlc": _tlc,
     "replay": _replay,
     "pipeline": _pipeline,
+    "serve": _serve,
 }
 
 PLOTTERS: dict[str, Callable[[BenchResult, Path], Path]] = {
