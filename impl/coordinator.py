@@ -29,6 +29,7 @@ effect, and only for the group object the coordinator currently hosts. Request k
 
 from __future__ import annotations
 
+import inspect
 import logging
 import random
 import traceback
@@ -137,6 +138,8 @@ class CoordinatorObserver(Protocol):
 class _Responder:
     """Wraps a request's callback: tells the observer, and answers at most once."""
 
+    __slots__ = ("_coordinator", "_kind", "_group_id", "_callback", "answered", "supports_skip_assignment")
+
     def __init__(
         self, coordinator: GroupCoordinator, kind: str, group_id: str, callback: Callable[[Any], None]
     ) -> None:
@@ -154,7 +157,8 @@ class _Responder:
             log.error("dropping a second %s answer for group %s: %r", self._kind, self._group_id, result)
             return
         self.answered = True
-        self._coordinator._notify("on_response", self._kind, self._group_id, result)
+        if self._coordinator.observer is not None:
+            self._coordinator._notify("on_response", self._kind, self._group_id, result)
         try:
             self._callback(result)
         except Exception:  # the caller's bug must not break the coordinator
@@ -167,18 +171,42 @@ class _Responder:
 
 
 def _never_raise(default: Any = None) -> Callable:
-    """For entry points called by delayed operations and the store: record, don't raise."""
+    """For entry points called by delayed operations and the store: record, don't raise.
+
+    The wrapper takes exactly the function's parameters: a generic ``*args, **kwargs`` one
+    builds a tuple and a dict per call, and delayed operations call these three times per
+    heartbeat (one tryComplete on the old operation, two on the new).
+    """
 
     def decorate(fn: Callable) -> Callable:
-        def wrapper(self: GroupCoordinator, *args: Any, **kwargs: Any) -> Any:
-            try:
-                return fn(self, *args, **kwargs)
-            except Exception:
-                self._record_internal_error(fn.__name__)
-                return default
+        code = fn.__code__
+        if code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS) or code.co_kwonlyargcount or fn.__defaults__:
 
+            def wrapper(self: GroupCoordinator, *args: Any, **kwargs: Any) -> Any:
+                try:
+                    return fn(self, *args, **kwargs)
+                except Exception:
+                    self._record_internal_error(fn.__name__)
+                    return default
+
+        else:
+            params = ", ".join(code.co_varnames[: code.co_argcount])
+            self_name = code.co_varnames[0]
+            namespace: dict[str, Any] = {"fn": fn, "name": fn.__name__, "default": default}
+            exec(
+                f"def wrapper({params}):\n"
+                f"    try:\n"
+                f"        return fn({params})\n"
+                f"    except Exception:\n"
+                f"        {self_name}._record_internal_error(name)\n"
+                f"        return default\n",
+                namespace,
+            )
+            wrapper = namespace["wrapper"]
         wrapper.__name__ = fn.__name__
+        wrapper.__qualname__ = fn.__qualname__
         wrapper.__doc__ = fn.__doc__
+        wrapper.__wrapped__ = fn  # type: ignore[attr-defined]
         return wrapper
 
     return decorate
@@ -251,22 +279,23 @@ class GroupCoordinator:
         respond = _Responder(self, "join", group_id, response_callback)
         respond.supports_skip_assignment = supports_skip_assignment
         member_id = member_id if member_id is not None else UNKNOWN_MEMBER_ID
-        self._notify(
-            "on_request",
-            "join",
-            group_id,
-            {
-                "member_id": member_id,
-                "group_instance_id": group_instance_id,
-                "require_known_member": require_known_member,
-                "client_id": client_id,
-                "client_host": client_host,
-                "rebalance_timeout_ms": rebalance_timeout_ms,
-                "session_timeout_ms": session_timeout_ms,
-                "protocol_type": protocol_type,
-                "protocols": protocols,
-            },
-        )
+        if self.observer is not None:
+            self._notify(
+                "on_request",
+                "join",
+                group_id,
+                {
+                    "member_id": member_id,
+                    "group_instance_id": group_instance_id,
+                    "require_known_member": require_known_member,
+                    "client_id": client_id,
+                    "client_host": client_host,
+                    "rebalance_timeout_ms": rebalance_timeout_ms,
+                    "session_timeout_ms": session_timeout_ms,
+                    "protocol_type": protocol_type,
+                    "protocols": protocols,
+                },
+            )
         try:
             self._join_group(
                 group_id,
@@ -914,19 +943,20 @@ class GroupCoordinator:
         response_callback: Callable[[SyncGroupResult], None],
     ) -> None:
         respond = _Responder(self, "sync", group_id, response_callback)
-        self._notify(
-            "on_request",
-            "sync",
-            group_id,
-            {
-                "generation": generation,
-                "member_id": member_id,
-                "protocol_type": protocol_type,
-                "protocol_name": protocol_name,
-                "group_instance_id": group_instance_id,
-                "group_assignment": dict(group_assignment or {}),
-            },
-        )
+        if self.observer is not None:
+            self._notify(
+                "on_request",
+                "sync",
+                group_id,
+                {
+                    "generation": generation,
+                    "member_id": member_id,
+                    "protocol_type": protocol_type,
+                    "protocol_name": protocol_name,
+                    "group_instance_id": group_instance_id,
+                    "group_assignment": dict(group_assignment or {}),
+                },
+            )
         try:
             assignment = {str(k): str(v) for k, v in (group_assignment or {}).items()}
             self._sync_group(
@@ -1059,18 +1089,26 @@ class GroupCoordinator:
         generation_id: int,
         response_callback: Callable[[Errors], None],
     ) -> None:
-        respond = _Responder(self, "heartbeat", group_id, response_callback)
-        self._notify(
-            "on_request",
-            "heartbeat",
-            group_id,
-            {"member_id": member_id, "group_instance_id": group_instance_id, "generation_id": generation_id},
-        )
+        # Answered synchronously, so no _Responder: the answer-once guard has nothing to guard.
+        if self.observer is not None:
+            self._notify(
+                "on_request",
+                "heartbeat",
+                group_id,
+                {"member_id": member_id, "group_instance_id": group_instance_id, "generation_id": generation_id},
+            )
         try:
-            respond(self._heartbeat(group_id, member_id, group_instance_id, generation_id))
+            result = self._heartbeat(group_id, member_id, group_instance_id, generation_id)
         except Exception:
             self._record_internal_error("handle_heartbeat")
-            respond.answer_if_unanswered(Errors.UNKNOWN_SERVER_ERROR)
+            result = Errors.UNKNOWN_SERVER_ERROR
+        if self.observer is not None:
+            self._notify("on_response", "heartbeat", group_id, result)
+        try:
+            response_callback(result)
+        except Exception:  # the caller's bug must not break the coordinator
+            self.callback_errors += 1
+            log.exception("%s response callback for group %s raised", "heartbeat", group_id)
 
     def _heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int) -> Errors:
         error = self._validate_group_status(group_id)
@@ -1181,7 +1219,8 @@ class GroupCoordinator:
     ) -> None:
         respond = _Responder(self, "leave", group_id, response_callback)
         members = list(leaving_members or [])
-        self._notify("on_request", "leave", group_id, {"leaving_members": members})
+        if self.observer is not None:
+            self._notify("on_request", "leave", group_id, {"leaving_members": members})
         try:
             respond(self._leave_group(group_id, members))
         except Exception:
@@ -1245,17 +1284,18 @@ class GroupCoordinator:
         generations exist for. Offsets are kept in memory (`self.offsets`); the append of the
         offset records is taken as immediate, unlike the group-metadata writes."""
         respond = _Responder(self, "commit", group_id, response_callback)
-        self._notify(
-            "on_request",
-            "commit",
-            group_id,
-            {
-                "member_id": member_id,
-                "group_instance_id": group_instance_id,
-                "generation_id": generation_id,
-                "offsets": dict(offsets),
-            },
-        )
+        if self.observer is not None:
+            self._notify(
+                "on_request",
+                "commit",
+                group_id,
+                {
+                    "member_id": member_id,
+                    "group_instance_id": group_instance_id,
+                    "generation_id": generation_id,
+                    "offsets": dict(offsets),
+                },
+            )
         try:
             error = self._commit_offsets(group_id, member_id, group_instance_id, generation_id, offsets)
             respond({partition: error for partition in offsets})
@@ -1319,7 +1359,8 @@ class GroupCoordinator:
     def on_group_unloaded(self, group_id: str) -> None:
         """The group's offsets partition moved away: Dead, parked requests answered
         NOT_COORDINATOR, and every later request NOT_COORDINATOR until `on_group_loaded`."""
-        self._notify("on_request", "unload", group_id, {})
+        if self.observer is not None:
+            self._notify("on_request", "unload", group_id, {})
         try:
             # GroupMetadataManager.removeGroupsAndOffsets: ownedPartitions and loadingPartitions
             # both lose the partition, so a load in progress ends too.
@@ -1352,7 +1393,8 @@ class GroupCoordinator:
         """This coordinator takes the group over from the store: the last stored generation,
         protocol, leader, members and assignments (Stable with members, else Empty), each
         member with a fresh session timeout. A group never stored stays absent (Dead)."""
-        self._notify("on_request", "load", group_id, {})
+        if self.observer is not None:
+            self._notify("on_request", "load", group_id, {})
         try:
             self._loading.discard(group_id)
             self._not_coordinator.discard(group_id)
@@ -1373,7 +1415,8 @@ class GroupCoordinator:
         loadingPartitions, scheduleLoadGroupAndOffsets): until `on_group_loaded`, requests for the
         group are answered COORDINATOR_LOAD_IN_PROGRESS (validateGroupStatus), a Heartbeat NONE
         and a SyncGroup REBALANCE_IN_PROGRESS."""
-        self._notify("on_request", "load_begin", group_id, {})
+        if self.observer is not None:
+            self._notify("on_request", "load_begin", group_id, {})
         self._loading.add(group_id)
 
     def is_loading(self, group_id: str) -> bool:
@@ -1437,7 +1480,8 @@ class GroupCoordinator:
         return group
 
     def _on_transition(self, group: GroupMetadata, old: GroupState, new: GroupState) -> None:
-        self._notify("on_transition", group.group_id, old, new)
+        if self.observer is not None:
+            self._notify("on_transition", group.group_id, old, new)
 
     @_never_raise()
     def on_delayed_operation_expiring(self, op: Any) -> None:

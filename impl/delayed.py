@@ -40,7 +40,9 @@ class _CoordinatorOperation(DelayedOperation):
     timer_kind = "delayed"
 
     def __init__(self, coordinator: GroupCoordinator, group: GroupMetadata, delay_ms: int) -> None:
-        super().__init__(_non_negative(delay_ms))
+        DelayedOperation.__init__(
+            self, delay_ms if delay_ms.__class__ is int and delay_ms >= 0 else _non_negative(delay_ms)
+        )
         self.coordinator = coordinator
         self.group = group
 

@@ -121,9 +121,10 @@ class MemberMetadata:
     @property
     def has_satisfied_heartbeat(self) -> bool:
         """New members can expire while awaiting a join; others are covered while they wait."""
+        # (is_awaiting_join / is_awaiting_sync, read directly: three property calls per tryComplete)
         if self.is_new:
             return self.heartbeat_satisfied
-        if self.is_awaiting_join or self.is_awaiting_sync:
+        if self.awaiting_join_callback is not None or self.awaiting_sync_callback is not None:
             return True
         return self.heartbeat_satisfied
 

@@ -9,7 +9,10 @@ Four measurements, each on real work:
   drives the implementation and recomputes and compares the whole abstract state);
 - validate: traces/min of `kgc validate` on random recorded runs of 50 steps, batched (one TLC
   run per batch) against one TLC run per trace, measured on the same traces.
-Targets from the issue: >= 100k implementation steps/s per core; >= 3,000 traces of 50 steps
+The coordinator and replay rates are per second of this thread's CPU time (time.thread_time), so
+other processes on a shared machine do not count against them (wall time gave a fourth of the rate
+on a 2-core machine running ten busy processes). Targets from the issue: >= 100k implementation
+steps/s per core (issue 18: handlers >= 300k requests/s, replay >= 150k steps/s); >= 3,000 traces of 50 steps
 validated per minute.
 """
 
@@ -26,6 +29,8 @@ from kgc.tools.bench.result import BenchCheckFailed, BenchOptions, BenchResult
 __all__ = ["replay_benchmark"]
 
 STEPS_TARGET = 100_000
+HANDLERS_TARGET = 300_000  # issue 18
+REPLAY_TARGET = 150_000  # issue 18
 VALIDATE_TARGET = 3_000
 
 
@@ -65,7 +70,7 @@ def _coordinator_rate(requests: int) -> tuple[float, int]:
         nonlocal errors
         errors += e is not Errors.NONE and e is not Errors.REBALANCE_IN_PROGRESS
 
-    started = time.perf_counter()
+    started = time.thread_time()
     for n in range(requests):
         m = members[n % len(members)]
         if n % 200 == 199:  # one member's rejoin starts a rebalance; every member rejoins it
@@ -83,7 +88,7 @@ def _coordinator_rate(requests: int) -> tuple[float, int]:
             coord.handle_heartbeat("g", m, None, gen, count)
         if n % 1000 == 0:
             timer.advance_to(clock.now_ms() + 1)
-    seconds = time.perf_counter() - started
+    seconds = time.thread_time() - started
     g = coord.group("g")
     if g is None or len(g.members) != 10 or g.state.value != "Stable":
         raise BenchCheckFailed(
@@ -104,15 +109,15 @@ def _replay_rate(min_seconds: float) -> tuple[float, int]:
         raise BenchCheckFailed("replay benchmark: no scenarios shipped in kgc.conformance")
     scenarios = [load_scenario(f) for f in files]
     steps_per_round = sum(len(s.steps) for s in scenarios)
-    rounds, started = 0, time.perf_counter()
+    rounds, started = 0, time.thread_time()
     while True:
         for s in scenarios:
             if not run_scenario(s).passed:
                 raise BenchCheckFailed(f"replay benchmark: scenario {s.name} failed")
         rounds += 1
-        if time.perf_counter() - started >= min_seconds:
+        if time.thread_time() - started >= min_seconds:
             break
-    seconds = time.perf_counter() - started
+    seconds = time.thread_time() - started
     return rounds * steps_per_round / seconds, rounds * steps_per_round
 
 
@@ -170,16 +175,16 @@ def replay_benchmark(options: BenchOptions) -> BenchResult:
             "amount": coord_n,
             "rate": coord_rate,
             "unit": "requests/s",
-            "target": STEPS_TARGET,
-            "vs_target": coord_rate / STEPS_TARGET,
+            "target": HANDLERS_TARGET,
+            "vs_target": coord_rate / HANDLERS_TARGET,
         },
         {
             "what": "kgc replay (scenarios)",
             "amount": replay_n,
             "rate": replay_rate,
             "unit": "steps/s",
-            "target": STEPS_TARGET,
-            "vs_target": replay_rate / STEPS_TARGET,
+            "target": REPLAY_TARGET,
+            "vs_target": replay_rate / REPLAY_TARGET,
         },
         {
             "what": "kgc conform",
@@ -215,7 +220,9 @@ def replay_benchmark(options: BenchOptions) -> BenchResult:
         "batched_over_single": round(val["batched_per_min"] / val["single_per_min"], 1),
         "conform_verdicts": verdicts,
     }
-    notes = ["quick mode: sizes too small for timing claims"] if quick else []
+    notes = ["coordinator and replay rates: per second of this thread's CPU time (time.thread_time)"]
+    if quick:
+        notes.append("quick mode: sizes too small for timing claims")
     return BenchResult(
         "replay",
         True,
