@@ -49,6 +49,10 @@ from kgc.impl.delayed import (
 )
 from kgc.impl.errors import Errors
 from kgc.impl.group import GroupMetadata, GroupState, MemberMetadata, Protocols, normalize_protocols
+from kgc.impl.kafka_log import COORDINATOR as _KAFKA_LOG
+from kgc.impl.kafka_log import GROUP_METADATA as _KAFKA_GM_LOG
+from kgc.impl.kafka_log import METADATA_MANAGER as _KAFKA_GMM_LOG
+from kgc.impl.kafka_log import partition_for
 from kgc.impl.purgatory import DelayedOperationPurgatory
 from kgc.impl.store import GroupStore, InMemoryGroupStore, StoredGroup
 from kgc.impl.timer import SystemTimer
@@ -228,8 +232,10 @@ class GroupCoordinator:
         store: GroupStore | None = None,
         member_id_seed: int = 0,
         observer: CoordinatorObserver | None = None,
+        broker_id: int = 0,
     ) -> None:
         self.config = config
+        self.broker_id = broker_id  # in Kafka's log lines ("[GroupCoordinator 0]: ...")
         self.clock = clock
         self.timer = timer
         self.store: GroupStore = store if store is not None else InMemoryGroupStore()
@@ -496,10 +502,24 @@ class GroupCoordinator:
     ) -> None:
         if require_known_member:
             # Register the id as pending and ask the client to join again with it (KIP-394).
+            self._kafka_info(
+                "Dynamic member with unknown member id joins group %s in %s state. Created a new member id %s and "
+                "request the member to rejoin with this id.",
+                group.group_id,
+                group.state,
+                new_member_id,
+            )
             group.add_pending_member(new_member_id)
             self._add_pending_member_expiration(group, new_member_id, session_timeout_ms)
             respond(JoinGroupResult.error_result(new_member_id, Errors.MEMBER_ID_REQUIRED))
         else:
+            self._kafka_info(
+                "Dynamic Member with unknown member id joins group %s in %s state. Created a new member id %s for "
+                "this member and add to the group.",
+                group.group_id,
+                group.state,
+                new_member_id,
+            )
             self._add_member_and_rebalance(
                 group,
                 new_member_id,
@@ -794,11 +814,11 @@ class GroupCoordinator:
     # ==========================================================================================
     # Rebalance: DelayedJoin / InitialDelayedJoin / DelayedSync
     # ==========================================================================================
-    def _maybe_prepare_rebalance(self, group: GroupMetadata) -> None:
+    def _maybe_prepare_rebalance(self, group: GroupMetadata, reason: str = "") -> None:
         if group.can_rebalance:
-            self._prepare_rebalance(group)
+            self._prepare_rebalance(group, reason)
 
-    def _prepare_rebalance(self, group: GroupMetadata) -> None:
+    def _prepare_rebalance(self, group: GroupMetadata, reason: str = "") -> None:
         # Members awaiting a sync are told to rejoin.
         if group.is_(CompletingRebalance):
             self._reset_and_propagate_assignment_error(group, Errors.REBALANCE_IN_PROGRESS)
@@ -810,6 +830,16 @@ class GroupCoordinator:
         else:
             op = DelayedJoin(self, group, group.rebalance_timeout_ms)
         group.transition_to(PreparingRebalance)
+        if _KAFKA_LOG.isEnabledFor(logging.INFO):
+            self._kafka_info(
+                "Preparing to rebalance group %s in state %s with old generation %d (__consumer_offsets-%d) "
+                "(reason: %s)",
+                group.group_id,
+                group.state,
+                group.generation_id,
+                partition_for(group.group_id),
+                reason or "not recorded",
+            )
         self.rebalance_purgatory.try_complete_else_watch(op, [GroupJoinKey(group.group_id)])
 
     @_never_raise(default=False)
@@ -857,15 +887,36 @@ class GroupCoordinator:
 
         group.init_next_generation()
         if group.is_(Empty):
+            if _KAFKA_LOG.isEnabledFor(logging.INFO):
+                self._kafka_info(
+                    "Group %s with generation %d is now empty (__consumer_offsets-%d)",
+                    group.group_id,
+                    group.generation_id,
+                    partition_for(group.group_id),
+                )
 
             def on_stored(error: Errors) -> None:
                 if error is not Errors.NONE:
                     # Safe to ignore: an empty generation has no members to mislead.
-                    log.warning("Failed to write empty metadata for group %s: %s", group.group_id, error.name)
+                    self._log_store_error(group.group_id, group.generation_id, error)
+                    self._kafka_info(
+                        "Failed to write empty metadata for group %s: %s",
+                        group.group_id,
+                        error.name,
+                        level=logging.WARNING,
+                    )
 
             self.store.store_group(StoredGroup.of(group, {}), on_stored)
             return
 
+        if _KAFKA_LOG.isEnabledFor(logging.INFO):
+            self._kafka_info(
+                "Stabilized group %s generation %d (__consumer_offsets-%d) with %d members",
+                group.group_id,
+                group.generation_id,
+                partition_for(group.group_id),
+                group.size,
+            )
         for member in group.all_member_metadata():
             result = self._current_join_result(group, member.member_id, with_members=group.is_leader(member.member_id))
             group.maybe_invoke_join_callback(member, result)
@@ -1005,6 +1056,16 @@ class GroupCoordinator:
             if group.is_leader(member_id):
                 # The leader's assignment is stored, then sent to every waiting member;
                 # members it left out get an empty assignment.
+                if _KAFKA_LOG.isEnabledFor(logging.INFO):
+                    self._kafka_info(
+                        "Assignment received from leader %s for group %s for generation %d. "
+                        "The group has %d members, %d of which are static.",
+                        member_id,
+                        group.group_id,
+                        group.generation_id,
+                        group.size,
+                        sum(1 for m in group.all_member_metadata() if m.is_static_member),
+                    )
                 full = dict(assignment)
                 for mid in group.all_members():
                     full.setdefault(mid, "")
@@ -1048,11 +1109,15 @@ class GroupCoordinator:
     def _on_assignment_stored(
         self, group: GroupMetadata, generation_id: int, assignment: dict[str, str], error: Errors
     ) -> None:
+        if error is not Errors.NONE:
+            self._log_store_error(group.group_id, generation_id, error)
         # A member may have joined (or the group moved) while the write was in flight.
         if group.is_(CompletingRebalance) and generation_id == group.generation_id:
             if error is not Errors.NONE:
                 self._reset_and_propagate_assignment_error(group, error)
-                self._maybe_prepare_rebalance(group)
+                self._maybe_prepare_rebalance(
+                    group, f"Error {error.name} when storing group assignment during SyncGroup"
+                )
             else:
                 self._set_and_propagate_assignment(group, assignment)
                 group.transition_to(Stable)
@@ -1184,13 +1249,19 @@ class GroupCoordinator:
         if group.is_(Dead):
             return
         if is_pending:
+            self._kafka_info(
+                "Pending member %s in group %s has been removed after session timeout expiration.",
+                member_id,
+                group.group_id,
+            )
             self._remove_pending_member_and_update_group(group, member_id)
             return
         member = group.members.get(member_id)
         if member is not None and not member.has_satisfied_heartbeat:
-            self._remove_member_and_update_group(group, member)
+            self._kafka_info("Member %s in group %s has failed, removing it from the group", member_id, group.group_id)
+            self._remove_member_and_update_group(group, member, f"removing member {member_id} on heartbeat expiration")
 
-    def _remove_member_and_update_group(self, group: GroupMetadata, member: MemberMetadata) -> None:
+    def _remove_member_and_update_group(self, group: GroupMetadata, member: MemberMetadata, reason: str = "") -> None:
         # A new member may time out with a parked JoinGroup: answer it before removing it, so
         # the client retries.
         group.maybe_invoke_join_callback(
@@ -1199,7 +1270,7 @@ class GroupCoordinator:
         group.remove(member.member_id)
         state = group.state
         if state in (Stable, CompletingRebalance):
-            self._maybe_prepare_rebalance(group)
+            self._maybe_prepare_rebalance(group, reason)
         elif state is PreparingRebalance:
             self.rebalance_purgatory.check_and_complete(GroupJoinKey(group.group_id))
 
@@ -1252,6 +1323,11 @@ class GroupCoordinator:
             elif group.is_pending_member(member_id):
                 self._remove_pending_member_and_update_group(group, member_id)
                 self.heartbeat_purgatory.check_and_complete(MemberKey(group.group_id, member_id))
+                self._kafka_info(
+                    "Pending member with memberId=%s has left group %s through explicit `LeaveGroup` request",
+                    member_id,
+                    group.group_id,
+                )
                 member_error = Errors.NONE
             else:
                 validation = self._validate_current_member(group, member_id, instance_id)
@@ -1265,8 +1341,14 @@ class GroupCoordinator:
 
     def _remove_current_member_from_group(self, group: GroupMetadata, member_id: str) -> None:
         member = group.get(member_id)
-        self._remove_member_and_update_group(group, member)
+        self._remove_member_and_update_group(group, member, f"Removing member {member_id} on LeaveGroup")
         self._remove_heartbeat_for_leaving_member(group, member_id)
+        if _KAFKA_LOG.isEnabledFor(logging.INFO):
+            self._kafka_info(
+                "Member %s has left group %s through explicit `LeaveGroup`; client reason: not provided",
+                _member_text(member),
+                group.group_id,
+            )
 
     # ==========================================================================================
     # OffsetCommit
@@ -1375,6 +1457,7 @@ class GroupCoordinator:
             self._record_internal_error("on_group_unloaded")
 
     def _unload(self, group: GroupMetadata) -> None:
+        self._kafka_info("Unloading group metadata for %s with generation %d", group.group_id, group.generation_id)
         previous = group.state
         group.transition_to(Dead)
         if previous is PreparingRebalance:
@@ -1451,10 +1534,20 @@ class GroupCoordinator:
         )
 
     def _on_loaded(self, group: GroupMetadata) -> None:
+        if _KAFKA_LOG.isEnabledFor(logging.INFO):
+            for member in group.all_member_metadata():
+                _KAFKA_GM_LOG.info(
+                    "Loaded member %s in group %s with generation %d.",
+                    _member_text(member),
+                    group.group_id,
+                    group.generation_id,
+                    extra={"kafka_ms": self.clock.now_ms()},
+                )
+            self._kafka_info("Loading group metadata for %s with generation %d", group.group_id, group.generation_id)
         max_size = self.config.max_group_size
         if max_size is not None and group.size > max_size:
             # Over capacity (group.max.size was lowered): rebalance so the extra members go.
-            self._prepare_rebalance(group)
+            self._prepare_rebalance(group, f"Freshly-loaded group is over capacity ({max_size}).")
         for member in group.all_member_metadata():
             self._complete_and_schedule_next_heartbeat_expiration(group, member)
 
@@ -1490,6 +1583,38 @@ class GroupCoordinator:
         if group is not None and self._groups.get(group.group_id) is group:
             self._notify("on_timer", op.timer_kind, group.group_id, op.timer_member_id)
 
+    def _kafka_info(self, text: str, *args: Any, level: int = logging.INFO) -> None:
+        """One of Kafka 3.9's GroupCoordinator messages (kafka_log.py); callers whose arguments
+        cost something check `_KAFKA_LOG.isEnabledFor` first."""
+        _KAFKA_LOG.log(
+            level, "[GroupCoordinator %d]: " + text, self.broker_id, *args, extra={"kafka_ms": self.clock.now_ms()}
+        )
+
+    def _log_store_error(self, group_id: str, generation_id: int, error: Errors) -> None:
+        """GroupMetadataManager.storeGroup's callback: the errors it maps to COORDINATOR_NOT_AVAILABLE or
+        NOT_COORDINATOR are logged at DEBUG, anything else at ERROR (as UNKNOWN to the client)."""
+        ident = "[GroupMetadataManager brokerId=%d] "
+        extra = {"kafka_ms": self.clock.now_ms()}
+        if error in (Errors.COORDINATOR_NOT_AVAILABLE, Errors.NOT_COORDINATOR):
+            _KAFKA_GMM_LOG.debug(
+                ident + "Metadata from group %s with generation %d failed when appending to log due to %s",
+                self.broker_id,
+                group_id,
+                generation_id,
+                error.name,
+                extra=extra,
+            )
+        else:
+            _KAFKA_GMM_LOG.error(
+                ident + "Appending metadata message for group %s generation %d failed due to %s, "
+                "returning UNKNOWN error code to the client",
+                self.broker_id,
+                group_id,
+                generation_id,
+                error.name,
+                extra=extra,
+            )
+
     def _notify(self, hook: str, *args: Any) -> None:
         if self.observer is None:
             return
@@ -1520,3 +1645,14 @@ __all__ = [
     "Errors",
     "GroupState",
 ]
+
+
+def _member_text(member: MemberMetadata) -> str:
+    """MemberMetadata.toString in Kafka 3.9 (the "has left" and "Loaded member" lines carry it)."""
+    instance = f"Some({member.group_instance_id})" if member.group_instance_id is not None else "None"
+    protocols = ", ".join(name for name, _ in member.protocols)
+    return (
+        f"MemberMetadata(memberId={member.member_id}, groupInstanceId={instance}, clientId={member.client_id}, "
+        f"clientHost={member.client_host}, sessionTimeoutMs={member.session_timeout_ms}, "
+        f"rebalanceTimeoutMs={member.rebalance_timeout_ms}, supportedProtocols=List({protocols}))"
+    )

@@ -88,6 +88,14 @@ def replay_command(
         ),
     ] = False,
     junit: JunitOption = None,
+    log: Annotated[
+        Path | None,
+        typer.Option(
+            "--log",
+            help="Also write the coordinator's log lines, in Kafka's layout, to FILE (each scenario as its own "
+            "broker, a day after the previous one): `kgc pipeline logs --input FILE` reads them back.",
+        ),
+    ] = None,
 ) -> None:
     """Run scenario files against the Python coordinator: PASS, FAIL at the first step that
     did not hold, or ERROR for a file that is not a valid scenario."""
@@ -101,10 +109,36 @@ def replay_command(
     junit_target(junit, "replay")
     cases: list[Any] = []
     started = time.monotonic()
-    code = replay(files, echo=typer.echo, coordinator=cls, durable=durable_store, cases=cases)
+    if log is not None:
+        code = _replay_logged(files, log, cls, durable_store, cases)
+    else:
+        code = replay(files, echo=typer.echo, coordinator=cls, durable=durable_store, cases=cases)
     if junit is not None:
         write_junit(junit, [Suite("kgc replay", cases, time.monotonic() - started)])
     raise typer.Exit(code)
+
+
+def _replay_logged(files: list[Path], log: Path, cls: Any, durable: bool, cases: list[Any]) -> int:
+    """`replay` with the coordinator's Kafka-layout log written to `log` (see logs_roundtrip)."""
+    import functools
+
+    from kgc.conformance.pipeline.logs_roundtrip import DAY_MS
+    from kgc.impl.coordinator import GroupCoordinator
+    from kgc.impl.kafka_log import kafka_log_to
+
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text("")
+    except OSError as exc:
+        typer.echo(f"{log}: cannot write: {exc.strerror or exc}", err=True)
+        raise typer.Exit(1) from None
+    worst = EXIT_PASS
+    with kafka_log_to(log, debug=True) as handler:
+        for index, path in enumerate(files):
+            handler.formatter.base_ms = index * DAY_MS  # type: ignore[union-attr]
+            broker = functools.partial(cls or GroupCoordinator, broker_id=index)
+            worst = max(worst, replay([path], echo=typer.echo, coordinator=broker, durable=durable, cases=cases))
+    return worst
 
 
 def register(app: typer.Typer) -> None:

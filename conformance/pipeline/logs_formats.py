@@ -181,6 +181,14 @@ FORMATS: tuple[LogFormat, ...] = (
         level="ERROR",
     ),
     LogFormat(
+        "store_error_debug",
+        "store_error",
+        rf"Metadata from group {_G} with generation {_GEN} failed when appending to log due to (\w+)",
+        ("group", "generation", "error"),
+        "0.10.0",
+        level="DEBUG",
+    ),
+    LogFormat(
         "empty_store_failed",
         "store_error",
         rf"Failed to write empty metadata for group {_G}: (.*)",

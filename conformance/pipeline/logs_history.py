@@ -134,22 +134,22 @@ def _state_after(event: Event) -> str | None:
 
 def state_sequence(events: Sequence[Event]) -> list[tuple[str, int | None]]:
     """The (state, generation) changes the events show, in order: what the round trip compares
-    with the coordinator's own transitions. A failed metadata write after an assignment takes the
-    group back to CompletingRebalance's successor, PreparingRebalance, only through a later prepare,
-    so "assignment" counts as Stable unless the same generation's store error follows."""
+    with the coordinator's own transitions. Kafka logs no line when a group becomes Stable: the
+    leader's assignment counts as Stable unless the same generation's failed write follows. (A
+    write still in flight when the group moves on -- a new join, an unload -- reads as Stable too:
+    the log cannot tell.)"""
     seq: list[tuple[str, int | None]] = []
     for event in events:
+        if event.kind == "store_error":
+            if seq and seq[-1][0] == "Stable" and event.generation in (None, seq[-1][1]):
+                seq.pop()  # the write failed: the group never became Stable
+            continue
         state = _state_after(event)
         if event.kind == "loaded":
             state = "Loaded"
         if state is None:
             continue
-        generation = event.generation
-        if event.kind == "prepare":
-            generation = event.generation  # the old generation: prepare does not bump it
-        if event.kind == "store_error" and seq and seq[-1][0] == "Stable":
-            seq.pop()
-            continue
+        generation = event.generation  # prepare: the old generation (it does not bump it)
         if not seq or seq[-1] != (state, generation):
             seq.append((state, generation))
     return seq
@@ -181,11 +181,14 @@ def check_group(
     generations: set[int] = set()
     previous_kind: str | None = None  # the last rebalance-related event's kind
 
+    last_prepare: Event | None = None  # the last rebalance start (its generation is the old one)
+
     def reset() -> None:
-        nonlocal highest, last_stabilized
+        nonlocal highest, last_stabilized, last_prepare
         highest = None
         completed.clear()
         last_stabilized = None
+        last_prepare = None
 
     for event in ordered:
         now = event.ts_ms
@@ -231,6 +234,23 @@ def check_group(
                     )
                 )
             completed[event.generation] = event
+        if event.kind in ("stabilized", "empty") and event.generation is not None:
+            floor = last_prepare.generation if last_prepare is not None else None
+            if event.generation <= 0 or (floor is not None and event.generation <= floor):
+                context = [last_prepare] if last_prepare is not None else []
+                findings.append(
+                    _finding(
+                        event,
+                        VIOLATION,
+                        "generation_not_incremented",
+                        f"a rebalance completed into generation {event.generation}"
+                        + (f" after starting from generation {floor}" if floor is not None else "")
+                        + ": every completed rebalance starts the next generation (initNextGeneration)",
+                        *context,
+                    )
+                )
+        if event.kind == "prepare" and event.generation is not None:
+            last_prepare = event
         if event.kind == "stabilized" and event.members == 0:
             findings.append(
                 _finding(
@@ -276,9 +296,11 @@ def check_group(
                         )
                     )
                     storm_reported_until = now + config.storm_window_ms
+            # Since 2.1 the line says "in state PreparingRebalance" whatever the state before (it is
+            # logged after the transition), so a rebalance start with no assignment since the last
+            # Stabilized is what shows a group leaving CompletingRebalance.
             if (
-                event.state == "CompletingRebalance"
-                and last_stabilized is not None
+                last_stabilized is not None
                 and now is not None
                 and last_stabilized.ts_ms is not None
                 and now - last_stabilized.ts_ms > config.rebalance_timeout_ms

@@ -6,7 +6,7 @@ small fraction. Every physical line ends in exactly one category, so the counts 
 
     event         a coordinator message in one of the known wordings (logs_formats.FORMATS)
     unparsed      looks like the coordinator (logger, prefix or wording) but no format matched
-    noise         anything else: other loggers, DEBUG/TRACE, blank lines, stack traces
+    noise         anything else: other loggers, unknown DEBUG/TRACE lines, blank lines, stack traces
     continuation  the rest of a hard-wrapped coordinator entry, joined to the line before
     duplicate     the same entry again on the next line (an appender configured twice)
     garbage       control characters or bytes that are not UTF-8 (binary content)
@@ -219,7 +219,9 @@ def classify_lines(lines: DataFrame) -> DataFrame:
     df = df.withColumn("msg", msg)
     hint = F.col("clean").rlike(COORDINATOR_HINT_RE) & ~F.col("clean").rlike(_CLIENT_RE)
     quiet = F.col("level").isin("DEBUG", "TRACE")
-    df = df.withColumn("hint", hint).withColumn("idx", _format_case(F.col("msg"), hint & ~quiet))
+    # DEBUG/TRACE lines count as events when they are a known wording (a store error logged at
+    # DEBUG); any other coordinator line at those levels is noise, not "unparsed".
+    df = df.withColumn("hint", hint).withColumn("idx", _format_case(F.col("msg"), hint))
     category = (
         F.when(F.col("length") > MAX_LINE, "oversized")
         .when(F.col("clean").rlike(_GARBAGE_RE), "garbage")

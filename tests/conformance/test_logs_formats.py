@@ -59,6 +59,10 @@ SAMPLES: dict[str, tuple[str, dict[str, str]]] = {
         "error code to the client",
         {"group": "g1", "generation": "5", "error": "NOT_ENOUGH_REPLICAS"},
     ),
+    "store_error_debug": (
+        "Metadata from group g1 with generation 5 failed when appending to log due to COORDINATOR_NOT_AVAILABLE",
+        {"group": "g1", "generation": "5", "error": "COORDINATOR_NOT_AVAILABLE"},
+    ),
     "empty_store_failed": (
         "Failed to write empty metadata for group g1: The coordinator is not available.",
         {"group": "g1"},

@@ -70,9 +70,9 @@ def test_metadata_write_failure_after_stabilize_is_a_warning() -> None:
 
 
 def test_stuck_in_completing_rebalance_is_a_warning() -> None:
-    events = [ev(1, "stabilized", 5, members=2), ev(2, "prepare", 5, sec=400, state="CompletingRebalance")]
+    events = [ev(1, "stabilized", 5, members=2), ev(2, "prepare", 5, sec=400, state="PreparingRebalance")]
     assert rules(events) == [("warning", "stuck_completing_rebalance", 2)]
-    ok = [ev(1, "stabilized", 5, members=2), ev(2, "prepare", 5, sec=100, state="CompletingRebalance")]
+    ok = [ev(1, "stabilized", 5, members=2), ev(2, "prepare", 5, sec=100, state="PreparingRebalance")]
     assert rules(ok) == []
 
 
@@ -97,3 +97,9 @@ def test_state_sequence_and_time_in_state() -> None:
     _, history = check_group("g", events)
     assert history.state_ms == {"PreparingRebalance": 3000, "CompletingRebalance": 1000, "Stable": 6000, "Dead": 0}
     assert history.rebalances == 1 and history.generations == [0, 1]
+
+
+def test_a_completion_that_does_not_start_a_new_generation_is_a_violation() -> None:
+    events = [ev(1, "prepare", 3), ev(2, "stabilized", 3, sec=1, members=1)]
+    assert ("violation", "generation_not_incremented", 2) in rules(events)
+    assert ("violation", "generation_not_incremented", 1) in rules([ev(1, "empty", 0)])

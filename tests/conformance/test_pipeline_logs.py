@@ -139,3 +139,58 @@ def test_command_exit_codes_and_json(tmp_path: Path) -> None:
     missing = _kgc("--input", str(tmp_path / "missing.log"), "--out", str(tmp_path / "out2"))
     assert missing.returncode == 2
     assert f"{tmp_path / 'missing.log'}: no such file or folder" in missing.stderr
+
+
+SCENARIOS = sorted((Path(__file__).parents[2] / "conformance" / "scenarios").glob("*.json"))
+#: Kafka logs no line when a group becomes Stable; a leader's write still in flight when the group
+#: moves on (a new join, an unload) reads as Stable from the log. These two scenarios do exactly that.
+WRITE_IN_FLIGHT = {
+    "store-callback-after-a-new-join-is-ignored.json",
+    "store-unload-while-the-leaders-write-is-in-flight.json",
+}
+
+
+def _rebuilt(spark: object, out: Path) -> dict[tuple[str, str], list[tuple[str, int | None]]]:
+    from kgc.conformance.pipeline.logs_history import Event, state_sequence
+    from kgc.conformance.pipeline.logs_pipeline import events_by_group
+
+    rows = spark.read.parquet(str(out / "events")).collect()  # type: ignore[attr-defined]
+    by_broker: dict[tuple[str, str], list[Event]] = {}
+    for group, events in events_by_group(rows).items():
+        for event in events:
+            if event.broker:  # "Loaded member" lines (GroupMetadata$) carry no broker and no state
+                by_broker.setdefault((event.broker, group), []).append(event)
+    rebuilt = {key: state_sequence(events) for key, events in by_broker.items()}
+    return {key: seq for key, seq in rebuilt.items() if seq}
+
+
+def test_round_trip_rebuilds_the_recorded_histories(spark: object, tmp_path: Path) -> None:
+    from kgc.conformance.pipeline.logs_roundtrip import replay_with_logs
+
+    recorded, problems = replay_with_logs(SCENARIOS, tmp_path / "kgc.log")
+    assert problems == [] and len(recorded) > 80
+    outcome = run_logs(spark, [str(tmp_path / "kgc.log")], tmp_path / "out")  # type: ignore[arg-type]
+    assert outcome.summary["unparsed"] == 0 and outcome.violations == 0, outcome.summary["findings"][:5]
+    rebuilt = _rebuilt(spark, tmp_path / "out")
+    assert set(rebuilt) == set(recorded)
+    differ = {
+        SCENARIOS[int(broker)].name
+        for (broker, group) in recorded
+        if rebuilt[(broker, group)] != recorded[(broker, group)]
+    }
+    assert differ == WRITE_IN_FLIGHT
+    for (broker, group), history in recorded.items():
+        if SCENARIOS[int(broker)].name in WRITE_IN_FLIGHT:
+            extra = [step for step in rebuilt[(broker, group)] if step not in history]
+            assert extra == [("Stable", 1)]
+
+
+def test_a_seeded_bug_coordinators_logs_are_flagged(spark: object, tmp_path: Path) -> None:
+    from kgc.conformance.pipeline.logs_roundtrip import replay_with_logs
+    from kgc.conformance.seeded_bugs import coordinator_class
+
+    replay_with_logs(SCENARIOS, tmp_path / "bug.log", coordinator_class("generation_not_bumped"))
+    outcome = run_logs(spark, [str(tmp_path / "bug.log")], tmp_path / "out")  # type: ignore[arg-type]
+    violations = [f for f in outcome.findings if f.kind == "violation"]
+    assert len(violations) >= 50
+    assert {f.rule for f in violations} == {"generation_not_incremented"}
