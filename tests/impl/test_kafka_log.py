@@ -49,6 +49,9 @@ def test_silent_by_default_and_kafka_lines_when_asked(capsys: object) -> None:
     )
     assert all(layout.match(line) for line in lines), lines
     text = "\n".join(lines)
-    assert "Preparing to rebalance group g in state PreparingRebalance with old generation 0 (__consumer_offsets-3)" in text
+    assert (
+        "Preparing to rebalance group g in state PreparingRebalance with old generation 0 (__consumer_offsets-3)"
+        in text
+    )
     assert "Stabilized group g generation 1 (__consumer_offsets-3) with 1 members" in text
     assert not COORDINATOR.isEnabledFor(logging.INFO)  # restored
