@@ -236,6 +236,7 @@ class GroupCoordinator:
     ) -> None:
         self.config = config
         self.broker_id = broker_id  # in Kafka's log lines ("[GroupCoordinator 0]: ...")
+        self._removal_reason = ""  # the reason of the member removal under way, for the log
         self.clock = clock
         self.timer = timer
         self.store: GroupStore = store if store is not None else InMemoryGroupStore()
@@ -1259,9 +1260,9 @@ class GroupCoordinator:
         member = group.members.get(member_id)
         if member is not None and not member.has_satisfied_heartbeat:
             self._kafka_info("Member %s in group %s has failed, removing it from the group", member_id, group.group_id)
-            self._remove_member_and_update_group(group, member, f"removing member {member_id} on heartbeat expiration")
+            self._remove_member_with_reason(group, member, f"removing member {member_id} on heartbeat expiration")
 
-    def _remove_member_and_update_group(self, group: GroupMetadata, member: MemberMetadata, reason: str = "") -> None:
+    def _remove_member_and_update_group(self, group: GroupMetadata, member: MemberMetadata) -> None:
         # A new member may time out with a parked JoinGroup: answer it before removing it, so
         # the client retries.
         group.maybe_invoke_join_callback(
@@ -1270,9 +1271,18 @@ class GroupCoordinator:
         group.remove(member.member_id)
         state = group.state
         if state in (Stable, CompletingRebalance):
-            self._maybe_prepare_rebalance(group, reason)
+            self._maybe_prepare_rebalance(group, self._removal_reason)
         elif state is PreparingRebalance:
             self.rebalance_purgatory.check_and_complete(GroupJoinKey(group.group_id))
+
+    def _remove_member_with_reason(self, group: GroupMetadata, member: MemberMetadata, reason: str) -> None:
+        """_remove_member_and_update_group with the reason Kafka's "Preparing to rebalance" line
+        gives (kept beside the call, not in its signature, which seeded bugs override)."""
+        self._removal_reason = reason
+        try:
+            self._remove_member_and_update_group(group, member)
+        finally:
+            self._removal_reason = ""
 
     def _remove_pending_member_and_update_group(self, group: GroupMetadata, member_id: str) -> None:
         group.remove(member_id)
@@ -1341,7 +1351,7 @@ class GroupCoordinator:
 
     def _remove_current_member_from_group(self, group: GroupMetadata, member_id: str) -> None:
         member = group.get(member_id)
-        self._remove_member_and_update_group(group, member, f"Removing member {member_id} on LeaveGroup")
+        self._remove_member_with_reason(group, member, f"Removing member {member_id} on LeaveGroup")
         self._remove_heartbeat_for_leaving_member(group, member_id)
         if _KAFKA_LOG.isEnabledFor(logging.INFO):
             self._kafka_info(
