@@ -15,7 +15,7 @@ from kafka.protocol.consumer import JoinGroupRequest, JoinGroupResponse
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
 from serve_support import Proc, start_server
 
-INITIAL_DELAY_MS = 1500
+INITIAL_DELAY_MS = 3000
 
 
 @pytest.fixture(scope="module")
