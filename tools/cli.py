@@ -1,4 +1,5 @@
-"""The `kgc` command (console entry point `kgc = kgc.tools.cli:main`).
+"""The `kgc` command (console entry point `kgc = kgc.tools.entry:main`, which installs the
+signal handlers before importing this module, then calls `main`).
 
 Adding a subcommand: write tools/cmd_<name>.py with a `register(app: typer.Typer) -> None`
 that attaches one command, and add the module to SUBCOMMANDS. Keep the module thin: parse

@@ -125,7 +125,7 @@ def default_stages(root: Path, model: str, traces: int, seed: int, check_timeout
     the spec against its properties (TLC), the two against each other (the implementation's
     runs of the simulated traces are validated too: spec -> implementation -> spec), then the
     proofs."""
-    kgc = [sys.executable, "-m", "kgc.tools.cli"]
+    kgc = [sys.executable, "-m", "kgc.tools.entry"]  # signal handlers before the imports
     recordable = _recordable(model)
 
     def conform_argv(run: Path) -> list[str]:

@@ -211,6 +211,35 @@ CASES: list[Case] = [
         "generation",
     ),
     Case("cex-not-json", lambda d, fx: ["replay-cex", write(d, "c.itf.json", "nope")], 2, "c.itf.json"),
+    # --- kgc show: any trace kind, and --junit on every command ------------------------------
+    Case("show-not-json", lambda d, fx: ["show", write(d, "c.itf.json", "nope")], 2, "c.itf.json"),
+    Case("show-array", lambda d, fx: ["show", write(d, "c.json", "[1, 2]")], 2, "neither a trace"),
+    Case("show-neither", lambda d, fx: ["show", write(d, "c.json", '{"x": 1}')], 2, "neither a trace"),
+    Case(
+        "show-missing-var",
+        lambda d, fx: ["show", write(d, "c.itf.json", itf(fx, drop_var_in_state))],
+        2,
+        "generation",
+    ),
+    Case(
+        "show-bad-bigint",
+        lambda d, fx: [
+            "show",
+            write(d, "c.itf.json", itf(fx, lambda r: r["states"][0].update(now={"#bigint": "x"}))),
+        ],
+        2,
+        "c.itf.json",
+    ),
+    Case(
+        "show-scenario-invalid",
+        lambda d, fx: ["show", write(d, "s.json", scenario(steps=[{"do": "dance"}]))],
+        2,
+        "s.json",
+    ),
+    Case("show-missing", lambda d, fx: ["show", str(d / "none.itf.json")], 2, "none.itf.json"),
+    Case("show-out-proc", lambda d, fx: ["show", fx["itf_path"], "-o", "/proc/kgc/x.html"], 1, "/proc/kgc/x.html"),
+    Case("junit-proc", lambda d, fx: ["replay", str(SCENARIO), "--junit", "/proc/kgc/j.xml"], 1, "--junit"),
+    Case("junit-is-folder", lambda d, fx: ["prove", "--junit", str(d)], 1, "is a folder"),
     # --- recorded runs (kgc validate) ------------------------------------------------------
     Case("validate-not-json", lambda d, fx: ["validate", write(d, "r.itf.json", "nope")], 2, "r.itf.json"),
     Case(

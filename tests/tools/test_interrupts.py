@@ -80,7 +80,9 @@ def test_no_child_survives_an_interrupt(tmp_path: Path, name: str, sig: signal.S
         assert code in (130, 128 + sig, 0, 10), f"{name} after {sig.name} at {delay:.1f} s: exit {code}\n{err[-2000:]}"
         if code >= 128:
             assert "interrupted" in err or f"stopped by {sig.name}" in err, err[-2000:]
-        if name == "all" and code >= 128:
+        # interrupted while kgc was still importing itself (tools/entry.py): nothing had started,
+        # so there is no run folder and no report to write
+        if name == "all" and code >= 128 and "interrupted while starting" not in err:
             report = (folder / "all" / "report.html").read_text()
             assert "interrupted" in report
 
