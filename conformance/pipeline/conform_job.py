@@ -56,13 +56,15 @@ def plan_units(
     inputs: Sequence[Path] = (),
     ms_per_unit: int = 1000,
 ) -> list[WorkUnit]:
+    # Random slices first: each costs several times a simulate slice (recording, then a TLC
+    # validation batch), and Spark runs tasks in order, so a long one last would run alone.
     units: list[WorkUnit] = []
-    for n in range(math.ceil(traces / slice_size) if traces else 0):
-        count = min(slice_size, traces - n * slice_size)
-        units.append(WorkUnit("simulate", seed + n, count, model, depth, bug, ms_per_unit=ms_per_unit))
     for start in range(0, random_runs, slice_size):
         count = min(slice_size, random_runs - start)
         units.append(WorkUnit("random", seed + start, count, model, random_steps, bug))
+    for n in range(math.ceil(traces / slice_size) if traces else 0):
+        count = min(slice_size, traces - n * slice_size)
+        units.append(WorkUnit("simulate", seed + n, count, model, depth, bug, ms_per_unit=ms_per_unit))
     for path in inputs:
         units.append(WorkUnit("input", 0, 1, "", depth, bug, path=str(path), ms_per_unit=ms_per_unit))
     return units

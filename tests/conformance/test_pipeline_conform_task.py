@@ -84,11 +84,11 @@ def test_folders_give_their_json_and_jsonl(tmp_path: Path) -> None:
 def test_the_plan_does_not_depend_on_partitions() -> None:
     units = plan_units(model="default", traces=25, depth=9, seed=100, bug=None, slice_size=10, random_runs=12)
     assert [(u.kind, u.seed, u.count) for u in units] == [
+        ("random", 100, 10),
+        ("random", 110, 2),
         ("simulate", 100, 10),
         ("simulate", 101, 10),
         ("simulate", 102, 5),
-        ("random", 100, 10),
-        ("random", 110, 2),
     ]
 
 
