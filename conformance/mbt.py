@@ -533,12 +533,11 @@ def _follow(
         for n in range(1, len(states)):
             spec_before, spec_after = states[n - 1], states[n]
             la = spec_after["lastAction"]
-            action = describe_action(la)
             name = str(la["name"])
             if name in TIMER_STEPS and world.ops and spec_before["timers"]:
                 spec_head, head = spec_before["timers"][0], timer_record(world, world.ops[0])
                 if head != spec_head and tie_to_fire(world, spec_head) is None:
-                    outcome.divergence = Divergence(n, action, "timers[1]", _show(spec_head), _show(head))
+                    outcome.divergence = Divergence(n, describe_action(la), "timers[1]", _show(spec_head), _show(head))
                     return outcome
             group = world.group if on_step is not None else None
             before_state = group.state.name if group is not None else "NoGroup"
@@ -546,12 +545,14 @@ def _follow(
                 res = (
                     apply_spec_step(world, spec_before, spec_after)
                     if recorder is None
-                    else recorder.spec_step(spec_before, spec_after, f"spec step {n} {action}")
+                    else recorder.spec_step(spec_before, spec_after, f"spec step {n} {describe_action(la)}")
                 )
             except AbstractionError:
                 raise
             except Exception as e:  # noqa: BLE001 - the implementation crashed
-                outcome.divergence = Divergence(n, action, "(exception)", "a next state", f"{type(e).__name__}: {e}")
+                outcome.divergence = Divergence(
+                    n, describe_action(la), "(exception)", "a next state", f"{type(e).__name__}: {e}"
+                )
                 return outcome
             if on_step is not None:
                 on_step(name, before_state, res)
@@ -560,7 +561,7 @@ def _follow(
             diffs += _action_diff(la, res)
             if diffs:
                 outcome.divergence = Divergence(
-                    n, action, *diffs[0], tuple(res.requests), tuple(d[0] for d in diffs[1:])
+                    n, describe_action(la), *diffs[0], tuple(res.requests), tuple(d[0] for d in diffs[1:])
                 )
                 return outcome
             outcome.steps = n
