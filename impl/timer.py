@@ -224,13 +224,10 @@ class SystemTimer:
         level = len(self._ticks)
         tick = self._tick if level == 0 else self._ticks[-1] * self._wsize
         cur = start - start % tick
-        if level == 0:
-            buckets: list[Any] = [self._new_bucket(0) for _ in range(self._wsize)]
-        else:
-            # Overflow buckets are made on first use (_overflow_bucket): a coordinator's long
-            # timeouts open four or five levels, of which only a few buckets ever hold a task,
-            # and short-lived coordinators (one per replayed scenario) paid for all of them.
-            buckets = [None] * self._wsize
+        # Buckets are made on first use (_overflow_bucket): a coordinator's long timeouts open
+        # four or five levels, of which only a few buckets ever hold a task, and short-lived
+        # coordinators (one per replayed scenario) paid for all of them.
+        buckets: list[Any] = [None] * self._wsize
         self._ticks.append(tick)
         self._curs.append(cur)
         self._ends.append(cur + tick * self._wsize)
@@ -242,7 +239,7 @@ class SystemTimer:
         return b
 
     def _overflow_bucket(self, level: int, slot: int) -> _Bucket:
-        """The bucket of an overflow wheel's slot, made on first use."""
+        """The bucket of a wheel's slot, made on first use."""
         wheel = self._wheels[level]
         b = wheel[slot]
         if b is None:
@@ -318,7 +315,7 @@ class SystemTimer:
                 else:
                     self._insert_current(b, task, d)
                 return
-            b = self._w0[vid % self._wsize]
+            b = self._w0[vid % self._wsize] or self._overflow_bucket(0, vid % self._wsize)
             e = vid * tick
         else:
             # an overflow wheel, created on demand (most long timeouts land here)
@@ -429,7 +426,7 @@ class SystemTimer:
                 if vid == curvid0:
                     tb = cur
                 else:
-                    tb = w0[vid % wsize]
+                    tb = w0[vid % wsize] or self._overflow_bucket(0, vid % wsize)
                     x = vid * tick
                     if tb.exp != x:
                         tb.exp = x
