@@ -1,4 +1,4 @@
-"""`kgc bench purgatory|tlc|replay|pipeline|all [--json] [--quick] [--gc on|off|both]`: run benchmarks, print, keep results.
+"""`kgc bench purgatory|tlc|replay|pipeline|serve|logs|all [--json] [--quick] [--gc on|off|both]`: run benchmarks, print, keep results.
 
 Every run writes bench/results/<name>-<timestamp>.json (the results plus the machine they were
 measured on) and, for benchmarks with a plotter, a PNG beside it. The table goes to stdout;

@@ -27,6 +27,7 @@ __all__ = [
     "ENTRY_RE",
     "FIELDS",
     "FORMATS",
+    "COORDINATOR_HINTS",
     "COORDINATOR_HINT_RE",
     "LogFormat",
     "PREFIX_RE",
@@ -57,6 +58,65 @@ class LogFormat:
     since: str
     until: str = "3.9"
     level: str = "INFO"
+
+    @property
+    def keyword(self) -> str:
+        """The longest fixed text the regex requires: Spark checks it with a plain substring
+        search before running the regex (most lines fail there, at a fraction of the cost)."""
+        return _longest_literal(self.regex)
+
+
+def _longest_literal(regex: str) -> str:
+    """Only text outside groups and classes counts (a group may be optional or an alternation)."""
+    pieces, current, i, parens, brackets = [], "", 0, 0, 0
+    while i < len(regex):
+        ch = regex[i]
+        if ch == "\\" and i + 1 < len(regex):
+            nxt = regex[i + 1]
+            if nxt.isalnum() or parens or brackets:
+                pieces.append(current)
+                current = ""
+            else:
+                current += nxt
+            i += 2
+            continue
+        if ch == "[":
+            brackets += 1
+        elif ch == "]":
+            brackets = max(0, brackets - 1)
+        elif ch == "(" and not brackets:
+            parens += 1
+        elif ch == ")" and not brackets:
+            parens = max(0, parens - 1)
+        if ch in "?*{" and current:
+            current = current[:-1]  # the quantified character is optional
+        if parens or brackets or ch in "()[]{}?*+|^$.":
+            pieces.append(current)
+            current = ""
+        else:
+            current += ch
+        i += 1
+    pieces.append(current)
+    if "|" in regex.replace("\\|", "") and not _alternation_inside_groups_only(regex):
+        return ""
+    return max(pieces, key=len)
+
+
+def _alternation_inside_groups_only(regex: str) -> bool:
+    depth, i = 0, 0
+    while i < len(regex):
+        ch = regex[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            return False
+        i += 1
+    return True
 
 
 FORMATS: tuple[LogFormat, ...] = (
@@ -441,6 +501,21 @@ ENTRY_RE = (
     r"\[?(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[,.]\d{1,3})?)(?:[^\]\s]*\])?\s+(TRACE|DEBUG|INFO|WARN|ERROR|FATAL)\s+"
     r"(?:\[(?:GroupCoordinator (\d+)|Group Metadata Manager on Broker (\d+)|GroupMetadataManager brokerId=(\d+))\]:?\s*)?"
     r"(.*?)(?:\s+\((kafka\.coordinator(?:\.group)?\.[\w$]+)(?::\d+)?\)(.*))?$"
+)
+
+#: Fixed texts of lines that look like the coordinator (kept as `unparsed` when no format
+#: matches them): Spark checks them with substring searches, COORDINATOR_HINT_RE says the same.
+COORDINATOR_HINTS: tuple[str, ...] = (
+    "GroupCoordinator",
+    "GroupMetadata",
+    "Group Metadata Manager",
+    "kafka.coordinator.group",
+    "rebalance group",
+    "restabilize group",
+    "Stabilized group",
+    "is now empty",
+    " in group",
+    "group metadata for",
 )
 
 #: Lines that look like the coordinator (kept as `unparsed` when no format matches them).

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kgc.conformance.pipeline.logs_formats import (
-    COORDINATOR_HINT_RE,
+    COORDINATOR_HINTS,
     ENTRY_RE,
     FIELDS,
     FORMATS,
@@ -56,6 +56,9 @@ CATEGORIES: tuple[str, ...] = ("event", "unparsed", "noise", "continuation", "du
 _ANSI_RE = r"\x1B\[[0-9;]*[A-Za-z]"
 _GARBAGE_RE = r"[\x00-\x08\x0E-\x1A\x1C-\x1F\x7F\uFFFD]"
 _CLIENT_RE = r"org\.apache\.kafka\.clients|\[Consumer clientId=|\[Producer clientId="
+_SEP = "\u0001"
+#: ENTRY_RE's groups in one string: ts, level, broker (one of three idents), message, logger.
+_PACK = _SEP.join(("$1", "$2", "$3$4$5", "$6", "$7"))
 _LOGGER_SUFFIX_RE = r"\s+\(kafka\.coordinator[\w.$]*(?::\d+)?\).*$"
 _EVENT_COLUMNS = ("file", "line", "ts", "broker", "level", "kind", "format", *FIELDS, "text")
 
@@ -169,7 +172,7 @@ def _format_case(msg: Column, hint: Column) -> Column:
 
     case = None
     for index, fmt in enumerate(FORMATS):
-        cond = hint & msg.rlike(fmt.regex)
+        cond = hint & msg.contains(fmt.keyword) & msg.rlike(fmt.regex) if fmt.keyword else hint & msg.rlike(fmt.regex)
         case = F.when(cond, F.lit(index)) if case is None else case.when(cond, F.lit(index))
     assert case is not None
     return case.otherwise(F.lit(-1))
@@ -201,27 +204,32 @@ def classify_lines(lines: DataFrame) -> DataFrame:
         clean.alias("clean"),
         F.regexp_replace(clean, PREFIX_RE, "").alias("stripped"),
     )
-    entry = F.col("stripped")
+    # Only coordinator-looking lines are taken apart (substring searches decide which: most lines
+    # of a broker log are other loggers'); the entry regex runs once, its groups packed into one
+    # string by regexp_replace and split again.
+    clean_col = F.col("clean")
+    hint = clean_col.contains(COORDINATOR_HINTS[0])
+    for text in COORDINATOR_HINTS[1:]:
+        hint = hint | clean_col.contains(text)
+    hint = hint & ~clean_col.rlike(_CLIENT_RE)
+    df = df.withColumn("hint", hint)
+    packed = F.when(F.col("hint"), F.regexp_replace(F.col("stripped"), "^.*?" + ENTRY_RE, _PACK)).otherwise(F.lit(""))
+    parts = F.split(packed, _SEP)
+    matched = F.size(parts) == 5
     df = df.select(
         "*",
-        F.regexp_extract(entry, ENTRY_RE, 1).alias("ts"),
-        F.regexp_extract(entry, ENTRY_RE, 2).alias("level"),
-        F.concat(
-            F.regexp_extract(entry, ENTRY_RE, 3),
-            F.regexp_extract(entry, ENTRY_RE, 4),
-            F.regexp_extract(entry, ENTRY_RE, 5),
-        ).alias("broker"),
-        F.regexp_extract(entry, ENTRY_RE, 7).alias("logger"),
+        F.when(matched, parts.getItem(0)).otherwise(F.lit("")).alias("ts"),
+        F.when(matched, parts.getItem(1)).otherwise(F.lit("")).alias("level"),
+        F.when(matched, parts.getItem(2)).otherwise(F.lit("")).alias("broker"),
+        F.when(matched, parts.getItem(4)).otherwise(F.lit("")).alias("logger"),
+        F.when(matched, parts.getItem(3))
+        .otherwise(F.regexp_replace(F.col("stripped"), _LOGGER_SUFFIX_RE, ""))
+        .alias("msg"),
     )
-    msg = F.when(F.col("ts") != "", F.regexp_extract(entry, ENTRY_RE, 6)).otherwise(
-        F.regexp_replace(entry, _LOGGER_SUFFIX_RE, "")
-    )
-    df = df.withColumn("msg", msg)
-    hint = F.col("clean").rlike(COORDINATOR_HINT_RE) & ~F.col("clean").rlike(_CLIENT_RE)
     quiet = F.col("level").isin("DEBUG", "TRACE")
     # DEBUG/TRACE lines count as events when they are a known wording (a store error logged at
     # DEBUG); any other coordinator line at those levels is noise, not "unparsed".
-    df = df.withColumn("hint", hint).withColumn("idx", _format_case(F.col("msg"), hint))
+    df = df.withColumn("idx", _format_case(F.col("msg"), F.col("hint")))
     category = (
         F.when(F.col("length") > MAX_LINE, "oversized")
         .when(F.col("clean").rlike(_GARBAGE_RE), "garbage")
@@ -293,7 +301,7 @@ def parse_logs(spark: SparkSession, files: Sequence[InputFile]) -> ParseResult:
             text, used = head["msg"], []
             for k in (1, 2, 3):
                 nxt = following.get((head["file"], head["line"] + k))
-                if nxt is None or nxt["ts"] or nxt["category"] not in ("noise", "unparsed"):
+                if nxt is None or _ENTRY.search(nxt["stripped"]) or nxt["category"] not in ("noise", "unparsed"):
                     break
                 text = f"{text} {nxt['stripped'].strip()}"
                 used.append(nxt)
@@ -323,6 +331,9 @@ def parse_logs(spark: SparkSession, files: Sequence[InputFile]) -> ParseResult:
                 break
     events = events.select(*[F.col(c) for c in _EVENT_COLUMNS[:-1]], F.col("stripped").alias("text"))
     return ParseResult(events, counts, extra, per_file)
+
+
+_ENTRY = __import__("re").compile(ENTRY_RE)
 
 
 def _strip_logger(text: str) -> str:

@@ -219,3 +219,12 @@ def test_entry_layout_survives_prefixes_and_decorations(line: str) -> None:
     assert entry.group(2) == "INFO" and entry.group(3) == "1"
     assert entry.group(6) == "Startup complete."
     assert entry.group(7).startswith("kafka.coordinator.group.GroupCoordinator")
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_the_substring_prefilter_never_hides_a_match(name: str) -> None:
+    fmt = next(f for f in FORMATS if f.name == name)
+    message = SAMPLES[name][0]
+    if name == "old_partition_load":
+        message = "Loading offsets and group metadata from __consumer_offsets-12"
+    assert fmt.keyword in message

@@ -54,6 +54,12 @@ def _serve(options: BenchOptions) -> BenchResult:
     return serve_benchmark(options)
 
 
+def _logs(options: BenchOptions) -> BenchResult:
+    from kgc.tools.bench.logs_bench import logs_benchmark
+
+    return logs_benchmark(options)
+
+
 def _plot_purgatory(result: BenchResult, path: Path) -> Path:
     from kgc.tools.bench.plot import plot_purgatory
 
@@ -66,6 +72,7 @@ BENCHMARKS: dict[str, Callable[[BenchOptions], BenchResult]] = {
     "replay": _replay,
     "pipeline": _pipeline,
     "serve": _serve,
+    "logs": _logs,
 }
 
 PLOTTERS: dict[str, Callable[[BenchResult, Path], Path]] = {

@@ -1,0 +1,147 @@
+"""`kgc bench logs`: the throughput of `kgc pipeline logs` in MB/s on local[1] and local[2].
+
+The input is generated broker logs (1 GiB; 16 MiB with --quick) in 16 files: many groups whose
+rebalances interleave (prepare, new member, Stabilized, assignment, a member expiring), nine noise
+lines (other loggers) per coordinator line. Both runs read the same files in the same process;
+the ratio local[2]/local[1] is the scaling on this machine. Checks: every generated coordinator
+line is an event, the categories add up to the lines, no violation. Target (issue 14):
+>= 50 MB/s on local[2].
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from kgc.tools.bench.result import BenchCheckFailed, BenchOptions, BenchResult, BenchUnavailable
+
+__all__ = ["logs_benchmark", "write_broker_logs"]
+
+TARGET_MB_S = 50.0
+FILES = 16
+GROUPS_PER_BLOCK = 20
+REBALANCES = 5
+GC = "(kafka.coordinator.group.GroupCoordinator)"
+NOISE = (
+    "[{ts}] INFO [Log partition=orders-{n}, dir=/var/lib/kafka/data] Rolled new log segment at offset {n}8812 "
+    "in 2 ms. (kafka.log.LocalLog)",
+    "[{ts}] INFO [ProducerStateManager partition=orders-{n}] Wrote producer snapshot at offset {n}8812 with 0 "
+    "producer ids in 1 ms. (kafka.log.ProducerStateManager)",
+    "[{ts}] INFO [Partition orders-{n} broker=1] ISR updated to 1,2,3 and version updated to {n} "
+    "(kafka.cluster.Partition)",
+)
+
+
+def _block_template() -> tuple[str, int]:
+    """One block of interleaved group histories with `@K@` where the block number goes (group ids
+    differ per block, so every group's history is legal); and its count of coordinator lines."""
+    lines: list[str] = []
+    events = 0
+    for r in range(REBALANCES):
+        for g in range(GROUPS_PER_BLOCK):
+            sec = r * 60 + g
+            ts = f"2024-03-01 10:{sec // 60:02d}:{sec % 60:02d},{g:03d}"
+            group = f"orders-consumer-@K@-{g}"
+            member = f"consumer-{group}-1-5e6a1c4b-{r:04d}-4b8e-9f3a-0c1d2e3f4a5b"
+            coordinator = [
+                f"Dynamic Member with unknown member id joins group {group} in Stable state. Created a new member "
+                f"id {member} for this member and add to the group.",
+                f"Preparing to rebalance group {group} in state PreparingRebalance with old generation {r} "
+                f"(__consumer_offsets-{g}) (reason: Adding new member {member} with group instance id None; "
+                "client reason: not provided)",
+                f"Stabilized group {group} generation {r + 1} (__consumer_offsets-{g}) with 2 members",
+                f"Assignment received from leader {member} for group {group} for generation {r + 1}. The group "
+                "has 2 members, 0 of which are static.",
+                f"Member {member}-old in group {group} has failed, removing it from the group",
+            ]
+            for text in coordinator:
+                lines.append(f"[{ts}] INFO [GroupCoordinator 1]: {text} {GC}")
+                events += 1
+                for n in range(9):
+                    lines.append(NOISE[n % 3].format(ts=ts, n=n))
+    return "\n".join(lines) + "\n", events
+
+
+def write_broker_logs(folder: Path, total_bytes: int) -> tuple[int, int, int]:
+    """Generated logs under `folder`: (bytes, lines, coordinator lines) written."""
+    template, events_per_block = _block_template()
+    lines_per_block = template.count("\n")
+    handles = [(folder / f"server-{i:02d}.log").open("w", encoding="utf-8") for i in range(FILES)]
+    written = lines = events = 0
+    block = 0
+    try:
+        while written < total_bytes:
+            text = template.replace("@K@", str(block))
+            handles[block % FILES].write(text)
+            written += len(text)
+            lines += lines_per_block
+            events += events_per_block
+            block += 1
+    finally:
+        for handle in handles:
+            handle.close()
+    return written, lines, events
+
+
+def logs_benchmark(options: BenchOptions) -> BenchResult:
+    try:
+        from kgc.conformance.pipeline.logs_pipeline import run_logs
+        from kgc.conformance.pipeline.session import SparkMissing, spark_available, spark_session
+    except ImportError as exc:  # pragma: no cover
+        raise BenchUnavailable(f"kgc pipeline logs is not importable: {exc}") from None
+    if not spark_available():
+        raise BenchUnavailable("PySpark is not installed (the spark extra)")
+    size = (16 if options.quick else 1024) * 1024 * 1024
+    work = Path(tempfile.mkdtemp(prefix="kgc-bench-logs-"))
+    rows = []
+    try:
+        options.say(f"generating {size // 2**20} MiB of broker logs")
+        data = work / "logs"
+        data.mkdir()
+        written, lines, events = write_broker_logs(data, size)
+        for master in ("local[1]", "local[2]"):
+            options.say(f"kgc pipeline logs on {master}")
+            try:
+                with spark_session(master, app_name="kgc-bench-logs", partitions=2) as spark:
+                    started = time.perf_counter()
+                    outcome = run_logs(spark, [str(data)], work / f"out-{master[6]}")
+                    seconds = time.perf_counter() - started
+            except SparkMissing as exc:
+                raise BenchUnavailable(str(exc)) from None
+            summary = outcome.summary
+            if summary["lines"] != lines or sum(summary["categories"].values()) != lines:
+                raise BenchCheckFailed(f"{master}: {summary['lines']} lines counted, {lines} written")
+            if summary["events"] != events or outcome.violations:
+                raise BenchCheckFailed(
+                    f"{master}: {summary['events']} events and {outcome.violations} violations; {events} written, none expected"
+                )
+            rows.append(
+                {
+                    "master": master,
+                    "mib": round(written / 2**20, 1),
+                    "lines": lines,
+                    "events": events,
+                    "seconds": round(seconds, 2),
+                    "mb_s": round(written / 1e6 / seconds, 1),
+                }
+            )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    one, two = rows
+    ratio = two["mb_s"] / one["mb_s"] if one["mb_s"] else 0.0
+    notes = [
+        f"local[2]/local[1] = {ratio:.2f} on this machine; target >= {TARGET_MB_S:.0f} MB/s on local[2]: "
+        + ("met" if two["mb_s"] >= TARGET_MB_S else "NOT met")
+        + (" (--quick: sizes too small for timing claims)" if options.quick else "")
+    ]
+    return BenchResult(
+        name="logs",
+        ok=True,
+        columns=["master", "mib", "lines", "events", "seconds", "mb_s"],
+        rows=rows,
+        summary={"mb_s_local1": one["mb_s"], "mb_s_local2": two["mb_s"], "ratio": round(ratio, 2)},
+        notes=notes,
+        labels={"mb_s": "MB/s", "mib": "MiB"},
+    )
