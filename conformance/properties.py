@@ -37,7 +37,7 @@ __all__ = [
     "OneSessionTimerPerMember",
     "ParkedRequestAnsweredOnce",
     "SingleLeaderPerGeneration",
-    "StableRebalanceOnlyByMember",
+    "StableRebalanceOnlyByTrigger",
     "TimersOrdered",
     "TypeOK",
 ]
@@ -237,19 +237,6 @@ def SingleLeaderPerGeneration(s: State, k: Constants) -> list[str]:
     return bad
 
 
-def NoSyncInPreparingRebalance(s: State, k: Constants) -> list[str]:
-    """No SyncGroup is parked (accepted) while the group prepares a rebalance."""
-    bad = []
-    if _live(s) and s["gstate"] == "PreparingRebalance":
-        aw = _get(s, "awaitingSync")
-        if aw:
-            bad.append(f"awaitingSync = {_show(aw)} in PreparingRebalance")
-        for c in _clients(s, k):
-            if s["cphase"][c] == "SyncWait":
-                bad.append(f"client {c} waits on a SyncGroup in PreparingRebalance")
-    return bad
-
-
 def LeaderIsMember(s: State, k: Constants) -> list[str]:
     bad = []
     if _live(s):
@@ -395,23 +382,55 @@ def GenerationMonotonic(s: State, t: State, k: Constants) -> list[str]:
     return []
 
 
-def StableRebalanceOnlyByMember(s: State, t: State, k: Constants) -> list[str]:
-    """A Stable group starts a rebalance only because of an event of a current member."""
+SYNC_STEPS = frozenset({"SyncGroupLeader", "SyncGroupFollower"})
+
+
+def NoSyncInPreparingRebalance(s: State, t: State, k: Constants) -> list[str]:
+    """No SyncGroup succeeds or is parked while the group prepares a rebalance (the spec's
+    action property: the step's answer, and nothing parked in the state it ends in)."""
+    bad = []
+    la = _get(t, "lastAction")
+    if _live(s) and s["gstate"] == "PreparingRebalance" and la["name"] in SYNC_STEPS:
+        if la.get("resp") in ("NONE", "PARKED"):
+            bad.append(f"{la['name']} of member {la['member']} answered {la['resp']} in PreparingRebalance")
+    if _live(t) and t["gstate"] == "PreparingRebalance":
+        aw = _get(t, "awaitingSync")
+        if aw:
+            bad.append(f"awaitingSync = {_show(aw)} in PreparingRebalance")
+        for c in _clients(t, k):
+            if t["cphase"][c] == "SyncWait":
+                bad.append(f"client {c} waits on a SyncGroup in PreparingRebalance")
+    return bad
+
+
+def _stable_rebalance_trigger(s: State, t: State, la: Mapping[str, Any]) -> bool:
+    """One of the reasons Kafka 3.x rebalances a Stable group (the spec lists each handler)."""
+    members, members2 = _get(s, "members"), _get(t, "members")
+    name, member = la["name"], _field(la, "member", "lastAction")
+    if name == "JoinGroupUnknownMember":
+        return la.get("newMember", NO_MEMBER) in members2
+    if name == "JoinGroupPendingMember":
+        return member in _get(s, "pending") and member in members2
+    if name == "JoinGroupKnownMember":
+        return member in members and (member == _get(s, "leader") or bool(la["flag"]))
+    if name in ("LeaveGroup", "SessionTimeoutExpiry", "NewMemberJoinTimeout"):
+        return member in members and member not in members2
+    if name == "DelayedSyncExpiry":
+        ps = _get(s, "pendingSync")
+        return bool(ps) and ps <= members
+    return False
+
+
+def StableRebalanceOnlyByTrigger(s: State, t: State, k: Constants) -> list[str]:
+    """A Stable group starts a rebalance only for the reasons Kafka 3.x has: a new member's or
+    the leader's (or a changed member's) JoinGroup, a member's LeaveGroup or session expiry,
+    DelayedSync expiry with current members that never synced."""
     if not (_live(s) and s["gstate"] == "Stable" and _get(t, "gstate") == "PreparingRebalance"):
         return []
     la = _get(t, "lastAction")
-    members, members2 = _get(s, "members"), _get(t, "members")
-    if _field(la, "member", "lastAction") in members | members2:
+    if _stable_rebalance_trigger(s, t, la):
         return []
-    if la.get("newMember", NO_MEMBER) in members2:
-        return []
-    ps = _get(s, "pendingSync")
-    if la["name"] == "DelayedSyncExpiry" and ps and ps <= members:
-        return []
-    return [
-        f"Stable -> PreparingRebalance by {la['name']} (member {la['member']}), "
-        f"not an event of a member of {_show(members)}"
-    ]
+    return [f"Stable -> PreparingRebalance by {la['name']} (member {la['member']}), not one of Kafka's triggers"]
 
 
 def GenerationLeaderUniqueAcrossFailovers(s: State, k: Constants) -> list[str]:
@@ -435,7 +454,6 @@ INVARIANTS: dict[str, StateProperty] = {
     "TypeOK": TypeOK,
     "TimersOrdered": TimersOrdered,
     "SingleLeaderPerGeneration": SingleLeaderPerGeneration,
-    "NoSyncInPreparingRebalance": NoSyncInPreparingRebalance,
     "LeaderIsMember": LeaderIsMember,
     "EmptyIffNoMembers": EmptyIffNoMembers,
     "GroupSizeBounded": GroupSizeBounded,
@@ -453,7 +471,8 @@ FINDINGS: dict[str, StateProperty] = {
 #: The spec's action properties ([][A]_vars), checked on consecutive states.
 ACTION_PROPERTIES: dict[str, StepProperty] = {
     "GenerationMonotonic": GenerationMonotonic,
-    "StableRebalanceOnlyByMember": StableRebalanceOnlyByMember,
+    "NoSyncInPreparingRebalance": NoSyncInPreparingRebalance,
+    "StableRebalanceOnlyByTrigger": StableRebalanceOnlyByTrigger,
 }
 
 

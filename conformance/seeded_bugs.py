@@ -21,6 +21,7 @@ from kgc.impl.coordinator import (
     JoinGroupResult,
     PreparingRebalance,
     Stable,
+    SyncGroupResult,
 )
 from kgc.impl.delayed import GroupJoinKey
 from kgc.impl.errors import Errors
@@ -60,6 +61,105 @@ class SyncInPreparingRebalance(GroupCoordinator):
         super()._sync_group(
             group_id, generation, member_id, protocol_type, protocol_name, group_instance_id, assignment, respond
         )
+
+
+class SyncAnsweredInPreparingRebalance(GroupCoordinator):
+    """A SyncGroup that arrives while the group prepares a rebalance is answered NONE with the
+    member's current assignment, instead of REBALANCE_IN_PROGRESS."""
+
+    def _sync_group(
+        self,
+        group_id: str,
+        generation: int,
+        member_id: str,
+        protocol_type: str | None,
+        protocol_name: str | None,
+        group_instance_id: str | None,
+        assignment: dict[str, str],
+        respond: Callable,
+    ) -> None:
+        group = self._groups.get(group_id)
+        if (
+            group is not None
+            and group.is_(PreparingRebalance)
+            and self._validate_group_status(group_id) is None
+            and self._validate_sync_group(group, generation, member_id, protocol_type, protocol_name, group_instance_id)
+            is None
+        ):
+            member = group.get(member_id)
+            respond(SyncGroupResult(Errors.NONE, group.protocol_type, group.protocol_name, member.assignment))
+            return
+        super()._sync_group(
+            group_id, generation, member_id, protocol_type, protocol_name, group_instance_id, assignment, respond
+        )
+
+
+class HeartbeatRebalancesStable(GroupCoordinator):
+    """A Heartbeat of a current member in Stable starts a rebalance (and is answered
+    REBALANCE_IN_PROGRESS), although Kafka rebalances a Stable group only on a join, a leave, a
+    session expiry or a DelayedSync expiry."""
+
+    def _heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int) -> Errors:
+        error = super()._heartbeat(group_id, member_id, group_instance_id, generation_id)
+        group = self._groups.get(group_id)
+        if error is Errors.NONE and group is not None and group.is_(Stable) and group.has(member_id):
+            self._maybe_prepare_rebalance(group)
+            return Errors.REBALANCE_IN_PROGRESS
+        return error
+
+
+class EmptyGenerationReset(GroupCoordinator):
+    """A rebalance that ends with no member left sets the generation to NoGeneration (-1)
+    instead of starting the next one (initNextGeneration to Empty)."""
+
+    def on_complete_join(self, group: GroupMetadata) -> None:
+        super().on_complete_join(group)
+        if group.is_(Empty):
+            group.generation_id = -1
+
+
+class NoMaxSizeCheck(GroupCoordinator):
+    """acceptJoiningMember ignores group.max.size: every joining member is accepted."""
+
+    def _accept_joining_member(self, group: GroupMetadata, member_id: str) -> bool:
+        return True
+
+
+class RemoveWithoutJoinCallback(GroupCoordinator):
+    """removeMemberAndUpdateGroup drops a member with a parked JoinGroup without answering it
+    (Kafka answers UNKNOWN_MEMBER_ID first, so the client retries)."""
+
+    def _remove_member_and_update_group(self, group: GroupMetadata, member: MemberMetadata) -> None:
+        member.awaiting_join_callback = None
+        super()._remove_member_and_update_group(group, member)
+
+
+class LeaveKeepsSessionTimer(GroupCoordinator):
+    """LeaveGroup removes the member but does not complete its heartbeat: the session timer
+    of a member that is gone stays armed."""
+
+    def _remove_current_member_from_group(self, group: GroupMetadata, member_id: str) -> None:
+        self._remove_member_and_update_group(group, group.get(member_id))
+
+
+class LastLeaveNoRebalance(GroupCoordinator):
+    """The last member leaving (or expiring from) a Stable or CompletingRebalance group leaves
+    it in that state with no member, instead of rebalancing it to Empty."""
+
+    def _maybe_prepare_rebalance(self, group: GroupMetadata) -> None:
+        if group.state in (Stable, CompletingRebalance) and not group.members:
+            return
+        super()._maybe_prepare_rebalance(group)
+
+
+class RebalanceRollback(GroupCoordinator):
+    """A rebalance started from CompletingRebalance rolls the generation back by one."""
+
+    def _prepare_rebalance(self, group: GroupMetadata) -> None:
+        rolled = group.is_(CompletingRebalance)
+        super()._prepare_rebalance(group)
+        if rolled:
+            group.generation_id -= 1
 
 
 class GenerationNotBumped(GroupCoordinator):
@@ -222,6 +322,14 @@ SCENARIO_ONLY_BUGS: dict[str, type[GroupCoordinator]] = {
 BUGS: dict[str, type[GroupCoordinator]] = {
     "none": GroupCoordinator,
     "sync_in_preparing_rebalance": SyncInPreparingRebalance,
+    "sync_answered_in_preparing_rebalance": SyncAnsweredInPreparingRebalance,
+    "heartbeat_rebalances_stable": HeartbeatRebalancesStable,
+    "empty_generation_reset": EmptyGenerationReset,
+    "no_max_size_check": NoMaxSizeCheck,
+    "remove_without_join_callback": RemoveWithoutJoinCallback,
+    "leave_keeps_session_timer": LeaveKeepsSessionTimer,
+    "last_leave_no_rebalance": LastLeaveNoRebalance,
+    "rebalance_rollback": RebalanceRollback,
     "generation_not_bumped": GenerationNotBumped,
     "leader_not_reassigned": LeaderNotReassigned,
     "session_expiry_keeps_member": SessionExpiryKeepsMember,

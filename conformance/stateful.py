@@ -304,6 +304,64 @@ class CoordinatorMachine(RuleBasedStateMachine):
     def yet_another_consumer_step(self, data: st.DataObject) -> None:
         self._consumer_step(data)
 
+    # Targeted rules for races a uniform choice of steps rarely lines up: a consumer's
+    # SyncGroup sent before it saw that the group had started another rebalance
+    # (doSyncGroup's PreparingRebalance case), and a member leaving while the others
+    # still hold their JoinGroup response (CompletingRebalance -> PreparingRebalance).
+    def _joined(self) -> list[str]:
+        return [c for c in self.k.clients if self.rec.world.clients[c].phase == "Joined"]
+
+    def _group_state(self) -> str:
+        return str(self.rec.states[-1]["gstate"])
+
+    @precondition(lambda self: self._group_state() == "PreparingRebalance" and bool(self._joined()))
+    @rule(data=st.data())
+    def late_sync(self, data: st.DataObject) -> None:
+        c = data.draw(st.sampled_from(self._joined()), label="late syncer")
+        self.rec.step("SyncGroupLeader" if self.rec.world.clients[c].leader else "SyncGroupFollower", c)
+
+    def _stable_members(self) -> list[str]:
+        if self._group_state() != "Stable":
+            return []
+        return [c for c in self.k.clients if self.rec.world.clients[c].phase == "Stable"]
+
+    @precondition(lambda self: len(self._stable_members()) >= 2)
+    @rule()
+    def members_rejoin_together(self) -> None:
+        """Every member's consumer rejoins at once (a subscription change, a rolling
+        restart): the group passes through CompletingRebalance with several members holding
+        their JoinGroup response, where leaves and late SyncGroups race."""
+        for c in self._stable_members():
+            if ("ClientRejoin", c, False) in enabled_actions(self.rec, allow_failover=False):
+                self.rec.step("ClientRejoin", c)
+        for c in self.k.clients:
+            view = self.rec.world.clients[c]
+            if view.phase == "Unjoined" and view.member and self._group_state() != "Dead":
+                if ("JoinGroupKnownMember", c, False) in enabled_actions(self.rec, allow_failover=False):
+                    self.rec.step("JoinGroupKnownMember", c)
+
+    def _leavers_while_completing(self) -> list[str]:
+        """Members that can leave while another holds its JoinGroup response unsynced."""
+        if self._group_state() != "CompletingRebalance" or not self._joined():
+            return []
+        enabled = enabled_actions(self.rec, allow_failover=False)
+        return [c for (name, c, _) in enabled if name == "LeaveGroup" and set(self._joined()) - {c}]
+
+    @precondition(lambda self: bool(self._leavers_while_completing()))
+    @rule(data=st.data(), sync_first=st.booleans())
+    def sync_races_a_leave(self, data: st.DataObject, sync_first: bool) -> None:
+        """A member leaves while another holds its JoinGroup response: the group goes back to
+        PreparingRebalance, and the other's SyncGroup, already on its way, arrives after the
+        leave (doSyncGroup's PreparingRebalance case) or before it."""
+        leaver = data.draw(st.sampled_from(self._leavers_while_completing()), label="leaver")
+        syncer = data.draw(st.sampled_from([c for c in self._joined() if c != leaver]), label="syncer")
+        order = [syncer, leaver] if sync_first else [leaver, syncer]
+        for c in order:
+            if c == leaver:
+                self.rec.step("LeaveGroup", c)
+            elif self.rec.world.clients[c].phase == "Joined":
+                self.rec.step("SyncGroupLeader" if self.rec.world.clients[c].leader else "SyncGroupFollower", c)
+
     def _tick(self, units: int) -> None:
         """Time passes. Logged as one tick per distinct timer deadline reached (then the
         rest), so a saved scenario checks the group after each expiry, not only at the end."""

@@ -621,6 +621,7 @@ SyncGroupHandler(s, c) ==
        ELSE CASE s.gstate = "Empty" -> ReplySync(s0, c, "UNKNOWN_MEMBER_ID")
               [] s.gstate = "PreparingRebalance" ->
                    IF Bug = "sync_in_preparing_rebalance" THEN Park(s0)
+                   ELSE IF Bug = "sync_answered_in_preparing_rebalance" THEN ReplySync(s0, c, "NONE")
                    ELSE ReplySync(s0, c, "REBALANCE_IN_PROGRESS")
               [] s.gstate = "CompletingRebalance" ->
                    LET s1 == RemovePendingSyncMember(Park(s0), m) IN
@@ -645,6 +646,8 @@ HeartbeatHandler(s, c) ==
        ELSE CASE s.gstate = "Empty" -> ReplyHeartbeat(s, c, "UNKNOWN_MEMBER_ID")
               [] s.gstate = "PreparingRebalance" ->
                    ReplyHeartbeat(ScheduleHeartbeat(s, m), c, "REBALANCE_IN_PROGRESS")
+              [] s.gstate = "Stable" /\ Bug = "heartbeat_rebalances_stable" ->
+                   ReplyHeartbeat(MaybePrepareRebalance(ScheduleHeartbeat(s, m), NoMember), c, "REBALANCE_IN_PROGRESS")
               [] s.gstate = "Stable" /\ Bug = "stable_heartbeat_rebalance_in_progress" ->
                    ReplyHeartbeat(ScheduleHeartbeat(s, m), c, "REBALANCE_IN_PROGRESS")
               [] OTHER -> ReplyHeartbeat(ScheduleHeartbeat(s, m), c, "NONE")
@@ -1041,11 +1044,22 @@ SingleLeaderPerGeneration ==
 GenerationLeaderUniqueAcrossFailovers ==
     \A p, q \in leaderLog : p[1] = q[1] => p[2] = q[2]
 
-(* No SyncGroup is parked (accepted) while the group prepares a rebalance. *)
+(* No SyncGroup succeeds or is parked while the group prepares a rebalance: *)
+(* doSyncGroup answers REBALANCE_IN_PROGRESS in PreparingRebalance, and     *)
+(* prepareRebalance answers every parked SyncGroup of a CompletingRebalance *)
+(* group with REBALANCE_IN_PROGRESS (resetAndPropagateAssignmentError).     *)
+(* An action property, so that the answer of the step is read (lastAction'.*)
+(* resp: "NONE" is success, "PARKED" accepted for later) on every          *)
+(* transition TLC takes, not only on states new under the VIEW.  Liveness  *)
+(* models (Normalize) keep no resp: there only the parked half is checked. *)
+SyncSteps == {"SyncGroupLeader", "SyncGroupFollower"}
 NoSyncInPreparingRebalance ==
-    (Live /\ gstate = "PreparingRebalance") =>
-        /\ awaitingSync = {}
-        /\ \A c \in Clients : cphase[c] # "SyncWait"
+    [][/\ (Live /\ gstate = "PreparingRebalance" /\ lastAction'.name \in SyncSteps)
+            => lastAction'.resp \notin {"NONE", "PARKED"}
+       /\ (Live' /\ gstate' = "PreparingRebalance")
+            => /\ awaitingSync' = {}
+               /\ \A c \in Clients : cphase'[c] # "SyncWait"
+      ]_vars
 
 (* Within one group incarnation the generation never decreases.           *)
 GenerationMonotonic == [][(loaded /\ loaded') => generation' >= generation]_<<generation, loaded>>
@@ -1108,14 +1122,30 @@ OneSessionTimerPerMember ==
                  /\ timers[i].kind = "Pending" => timers[i].member \in pending
     /\ ~Live => \A i \in DOMAIN timers : timers[i].stale
 
-(* A Stable group starts a rebalance only because of an event of a current *)
-(* member: its JoinGroup (or a new member's), LeaveGroup or session expiry, *)
-(* or current members failing to send SyncGroup in time.                   *)
-StableRebalanceOnlyByMember ==
+(* A Stable group starts a rebalance only for the reasons Kafka 3.x has,   *)
+(* each a handler that calls maybePrepareRebalance on a Stable group:      *)
+(*  - JoinGroup of a new member: doDynamicNewMemberJoinGroup (no           *)
+(*    requireKnownMemberId) or a pending member's second JoinGroup, both   *)
+(*    addMemberAndRebalance;                                               *)
+(*  - JoinGroup of a current member that leads or whose metadata changed:   *)
+(*    doCurrentMemberJoinGroup's Stable case, updateMemberAndRebalance (a   *)
+(*    follower with unchanged metadata gets the current assignment);       *)
+(*  - LeaveGroup of a current member: removeMemberAndUpdateGroup;           *)
+(*  - a current member's session (or new-member join) timeout:             *)
+(*    onExpireHeartbeat -> removeMemberAndUpdateGroup;                      *)
+(*  - DelayedSync expiry with current members that never synced:           *)
+(*    onExpireSyncGroup -> removeMemberAndUpdateGroup (KAFKA-13766).        *)
+(* Heartbeat, SyncGroup, a pending member's LeaveGroup or expiry and the    *)
+(* group's own timers never rebalance a Stable group.                      *)
+StableRebalanceOnlyByTrigger ==
     [][(Live /\ gstate = "Stable" /\ gstate' = "PreparingRebalance") =>
-         \/ lastAction'.member \in members \cup members'
-         \/ lastAction'.newMember \in members'
-         \/ lastAction'.name = "DelayedSyncExpiry" /\ pendingSync # {} /\ pendingSync \subseteq members
+         LET la == lastAction' IN
+         \/ la.name = "JoinGroupUnknownMember" /\ la.newMember \in members'
+         \/ la.name = "JoinGroupPendingMember" /\ la.member \in pending /\ la.member \in members'
+         \/ la.name = "JoinGroupKnownMember" /\ la.member \in members /\ (la.member = leader \/ la.flag)
+         \/ la.name \in {"LeaveGroup", "SessionTimeoutExpiry", "NewMemberJoinTimeout"}
+              /\ la.member \in members /\ la.member \notin members'
+         \/ la.name = "DelayedSyncExpiry" /\ pendingSync # {} /\ pendingSync \subseteq members
       ]_vars
 
 -----------------------------------------------------------------------------

@@ -30,7 +30,16 @@ TimeFreeView ==
 (* states one rebalance apart in number but alike otherwise are one.      *)
 (* It drops leaderLog too: check GenerationLeaderUniqueAcrossFailovers    *)
 (* with TimeFreeView.                                                     *)
-RelGen(g) == IF g = NoGen THEN NoGen - 1000 ELSE g - generation
+(* Generations older than any the group can have again are one value: the *)
+(* spec compares a generation with the group's only for equality, and the *)
+(* group's generation only grows, except that a reload falls back to the  *)
+(* stored generation (GroupLoad) or, with nothing stored, to a new group  *)
+(* whose members are all new ids (so an old client generation meets        *)
+(* UNKNOWN_MEMBER_ID before it is compared).  With this the VIEW folds     *)
+(* every generation number, and no bound on generations is needed          *)
+(* (models set MaxGen far beyond reach; spec/models/README.md).            *)
+GenFloor == IF store.exists /\ store.gen < generation THEN store.gen ELSE generation
+RelGen(g) == IF g = NoGen THEN NoGen - 1000 ELSE IF g < GenFloor THEN NoGen - 999 ELSE g - generation
 GenTimeFreeView ==
     <<[i \in DOMAIN timers |-> [timers[i] EXCEPT !.deadline = @ - now,
                                                !.gen = RelGen(@)]],

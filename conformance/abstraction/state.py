@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from kgc.conformance.abstraction.constants import GROUP_ID, NO_GEN, NO_MEMBER, SPEC_VARIABLES, AbstractionError
@@ -44,11 +45,13 @@ def _kind(op: Any) -> str:
     raise AbstractionError(f"a timer task the spec has no kind for: {op!r}")
 
 
-def is_orphan(op: Any, group: GroupMetadata) -> bool:
+def is_orphan(op: Any, group: GroupMetadata, orphaned: AbstractSet[str] | None = None) -> bool:
+    """A heartbeat Kafka left behind on purpose: its member is gone, and it went on one of the
+    spec's orphaning paths (`orphaned`, tracked by the world). A timer whose member is gone by
+    any other path is not orphan: OneSessionTimerPerMember then reports it as a leak."""
     if isinstance(op, DelayedHeartbeat):
-        if op.is_pending:
-            return op.member_id not in group.pending_members
-        return op.member_id not in group.members
+        gone = op.member_id not in (group.pending_members if op.is_pending else group.members)
+        return gone and (orphaned is None or op.member_id in orphaned)
     return False
 
 
@@ -83,7 +86,7 @@ def timer_record(world: World, op: Any) -> Record:
             olds = entry[1] if entry is not None and entry[0] is op.group else frozenset()
             orphan, nma = False, op.group.new_member_added
     else:
-        orphan, olds, nma = is_orphan(op, group), frozenset(), False
+        orphan, olds, nma = is_orphan(op, group, world.orphaned), frozenset(), False
     deadline = op.deadline_ms()
     return Record(
         {

@@ -89,6 +89,33 @@ class _GenerationFormed:
                 self.world.formed = (group, frozenset(group.members))
 
 
+class _OrphanPaths:
+    """Listener: the member ids whose delayed operations Kafka leaves behind on purpose, on
+    exactly the spec's orphaning paths (OrphanTimers): a JoinGroup answered
+    GROUP_MAX_SIZE_REACHED for a known or pending member id (the member is dropped without its
+    heartbeat being completed), and a LeaveGroup of a pending member (its pending expiration is
+    not completed: the id is no member). Every other timer that outlives its member is a leak."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.join_member: str | None = None
+
+    def on_request(self, kind: str, group_id: str, args: dict) -> None:
+        if group_id != GROUP_ID:
+            return
+        self.join_member = args.get("member_id") if kind == "join" else None
+        if kind == "leave":
+            group = self.world.coordinator.group(group_id)
+            for leaving in args.get("leaving_members", ()):
+                if group is not None and leaving.member_id in group.pending_members:
+                    self.world.orphaned.add(leaving.member_id)
+
+    def on_response(self, kind: str, group_id: str, result: object) -> None:
+        error = getattr(result, "error", None)
+        if kind == "join" and self.join_member and getattr(error, "name", None) == "GROUP_MAX_SIZE_REACHED":
+            self.world.orphaned.add(self.join_member)
+
+
 class World:
     """One coordinator hosting group "g", its clock and timer, and the spec's clients.
 
@@ -108,7 +135,7 @@ class World:
             constants.group_config(),
             coordinator_class,
             member_id_seed=member_id_seed,
-            listeners=(_GenerationFormed(self), observer, *observers),
+            listeners=(_GenerationFormed(self), _OrphanPaths(self), observer, *observers),
         )
         self.clock = self.driver.clock
         self.timer = self.driver.timer
@@ -116,6 +143,7 @@ class World:
         self.clients: dict[str, ClientView] = {c: ClientView(c) for c in constants.clients}
         self.ids = IdMap()
         self.failovers = 0
+        self.orphaned: set[str] = set()  # member ids Kafka drops on an orphaning path
         self.offset_ms = 0
         self.step = 0
         self.produced: list[Produced] = []
@@ -250,7 +278,9 @@ class World:
 
         for op in self.timer.live_tasks():
             if getattr(op, "group", None) is group:
-                self.unloaded_ops[id(op)] = _Snapshot(op, is_orphan(op, group), olds, group.new_member_added)
+                self.unloaded_ops[id(op)] = _Snapshot(
+                    op, is_orphan(op, group, self.orphaned), olds, group.new_member_added
+                )
 
 
 DELIVER: dict[str, Callable[[World, ClientView, Any], None]] = {}

@@ -37,12 +37,12 @@ def test_the_layers_are_found() -> None:
     bugs = all_bugs()
     assert bugs["generation_not_bumped"].layers == ["spec", "implementation", "proof"]
     assert bugs["sync_in_preparing_rebalance"].layers == ["spec", "implementation"]
-    assert bugs["sync_answered_in_preparing_rebalance"].layers == ["proof"]
+    assert bugs["sync_answered_in_preparing_rebalance"].layers == ["spec", "implementation", "proof"]
 
 
 def test_a_bug_a_layer_lacks_is_refused_with_where_it_exists() -> None:
     with pytest.raises(UnknownBug, match="exists in: proof"):
-        require("sync_answered_in_preparing_rebalance", "implementation")
+        require("leader_replaced_without_rebalance", "implementation")
     with pytest.raises(UnknownBug, match="kgc bugs"):
         require("no_such_bug", "spec")
 

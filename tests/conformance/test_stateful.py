@@ -21,15 +21,31 @@ from kgc.tools.cli import main
 
 SEEDED = (
     "sync_in_preparing_rebalance",
+    "heartbeat_rebalances_stable",
+    "empty_generation_reset",
+    "no_max_size_check",
+    "leave_keeps_session_timer",
+    "last_leave_no_rebalance",
+    "rebalance_rollback",
     "generation_not_bumped",
     "leader_not_reassigned",
     "session_expiry_keeps_member",
     "rebalance_timeout_keeps_member",
 )
 
+# sync_answered_in_preparing_rebalance is not hunted here: the race it needs (a member leaves
+# while another holds its JoinGroup response, whose SyncGroup then arrives) takes the random
+# profile 100-250 s to line up (README, the property x detector matrix); TLC, conform,
+# validate and prove catch it in CI. remove_without_join_callback needs a member removed while
+# its JoinGroup is parked (a new member's join timeout inside a rebalance): TLC and conform
+# catch it.
+
+#: Properties about timers only, which a scenario file cannot observe.
+UNSEEN_BY_SCENARIOS = {"OneSessionTimerPerMember", "TimersOrdered"}
+
 #: Examples for the bug hunts: derandomized, so the same examples every run; each bug is
 #: found well within this many (rebalance_timeout_keeps_member, the hardest, after ~130).
-HUNT_EXAMPLES = 400
+HUNT_EXAMPLES = 1000
 
 
 def test_ci_profile_finds_nothing_on_the_correct_coordinator():
@@ -68,6 +84,10 @@ def test_failing_example_is_a_scenario_that_replay_reproduces(hunts, bug):
     assert document["format"] == 1 and BUGS[bug].__name__ in document["source"]
     assert _replay_with(GroupCoordinator, path).passed
     failing = _replay_with(BUGS[bug], path)
+    if set(result.violation.report.violations) <= UNSEEN_BY_SCENARIOS:
+        # A scenario checks responses and the group's state, never timers: a leaked or
+        # missing timer the property saw has no expectation a file can hold.
+        return
     assert not failing.passed and failing.failure is not None
 
 
@@ -157,11 +177,6 @@ def test_properties_hold_on_recorded_runs_of_the_correct_coordinator():
             {"members": frozenset({1, 2, 3}), "genMembers": frozenset({1, 2, 3})},
             "3 members in Stable",
         ),
-        (
-            "NoSyncInPreparingRebalance",
-            {"gstate": "PreparingRebalance", "awaitingSync": frozenset({1})},
-            "awaitingSync",
-        ),
         ("AssignmentMatchesGenerationMembers", {"plan": frozenset({1})}, "plan {1} != genMembers {1, 2}"),
         ("SingleLeaderPerGeneration", {"genLeaders": frozenset({1, 2})}, "two leaders"),
         ("OneSessionTimerPerMember", {"timers": ()}, "has 0 live session timers"),
@@ -195,9 +210,22 @@ def test_action_properties():
         gstate="PreparingRebalance",
         lastAction=Record(dict(s["lastAction"], member=0, newMember=0, name="AdvanceTime")),
     )
-    assert P.StableRebalanceOnlyByMember(s, t, K)
-    t = dict(t, lastAction=Record(dict(t["lastAction"], member=2, name="LeaveGroup")))
-    assert not P.StableRebalanceOnlyByMember(s, t, K)
+    assert P.StableRebalanceOnlyByTrigger(s, t, K)
+    # A member's LeaveGroup is one of Kafka's triggers; a Heartbeat is none.
+    t = dict(t, members=frozenset({1}), lastAction=Record(dict(t["lastAction"], member=2, name="LeaveGroup")))
+    assert not P.StableRebalanceOnlyByTrigger(s, t, K)
+    t = dict(t, members=s["members"], lastAction=Record(dict(t["lastAction"], member=2, name="Heartbeat")))
+    assert P.StableRebalanceOnlyByTrigger(s, t, K)
+
+
+def test_no_sync_in_preparing_rebalance_reads_the_answer_and_the_parked_requests():
+    s = dict(_stable_state(), gstate="PreparingRebalance")
+    sync = Record(dict(s["lastAction"], member=2, name="SyncGroupFollower", resp="REBALANCE_IN_PROGRESS"))
+    assert not P.NoSyncInPreparingRebalance(s, dict(s, lastAction=sync), K)
+    answered = dict(s, lastAction=Record(dict(sync, resp="NONE")))
+    assert any("answered NONE" in b for b in P.NoSyncInPreparingRebalance(s, answered, K))
+    parked = dict(s, awaitingSync=frozenset({1}))
+    assert any("awaitingSync" in b for b in P.NoSyncInPreparingRebalance(s, parked, K))
 
 
 def test_unobserved_variables_are_reported_as_skipped():

@@ -23,9 +23,15 @@ pytestmark = pytest.mark.slow  # runs TLC (the fast lane is `pytest -m "not slow
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "conformance" / "scenarios"
 
-#: The five seeded implementation bugs the conformance issue names (seeded_bugs.py).
+#: Seeded implementation bugs that random client runs reach (seeded_bugs.py).
 SEEDED = (
     "sync_in_preparing_rebalance",
+    "sync_answered_in_preparing_rebalance",
+    "heartbeat_rebalances_stable",
+    "empty_generation_reset",
+    "no_max_size_check",
+    "last_leave_no_rebalance",
+    "rebalance_rollback",
     "generation_not_bumped",
     "leader_not_reassigned",
     "session_expiry_keeps_member",
