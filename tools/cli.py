@@ -35,6 +35,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "kgc.tools.cmd_show",
     "kgc.tools.cmd_validate",
     "kgc.tools.cmd_fuzz",
+    "kgc.tools.cmd_hunt",
     "kgc.tools.cmd_pipeline",
     "kgc.tools.cmd_serve",
 )
