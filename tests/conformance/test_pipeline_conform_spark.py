@@ -212,13 +212,33 @@ BUG_ACTIONS = {
     "leader_not_reassigned": {"SessionTimeoutExpiry", "LeaveGroup"},
     "session_expiry_keeps_member": {"SessionTimeoutExpiry"},
     "rebalance_timeout_keeps_member": {"RebalanceTimeout"},
+    "sync_answered_in_preparing_rebalance": {"SyncGroupLeader", "SyncGroupFollower"},
+    "heartbeat_rebalances_stable": {"Heartbeat"},
+    "empty_generation_reset": {
+        "SessionTimeoutExpiry", "LeaveGroup", "RebalanceTimeout", "InitialDelayedJoin", "NewMemberJoinTimeout",
+    },
+    "no_max_size_check": {"JoinGroupUnknownMember", "JoinGroupPendingMember", "JoinGroupKnownMember"},
+    "leave_keeps_session_timer": {"LeaveGroup"},
+    "last_leave_no_rebalance": {"SessionTimeoutExpiry", "LeaveGroup", "NewMemberJoinTimeout"},
+    "rebalance_rollback": {
+        "JoinGroupUnknownMember", "JoinGroupPendingMember", "JoinGroupKnownMember", "LeaveGroup",
+        "SessionTimeoutExpiry", "NewMemberJoinTimeout", "DelayedSyncExpiry",
+    },
+}  # fmt: skip
+
+#: Seeded bugs the default model's short traces and random runs never reach, with where they are caught.
+NOT_ON_DEFAULT_MODEL = {
+    # a member removed while its JoinGroup is parked (a new member's join timeout inside a
+    # rebalance): tests/conformance/test_mbt.py catches it on the conform_full model's 1,000 traces
+    "remove_without_join_callback",
 }
 
 
 def test_bug_actions_cover_every_seeded_bug() -> None:
     from kgc.conformance.seeded_bugs import BUGS
 
-    assert set(BUG_ACTIONS) == set(BUGS) - {"none"}
+    assert set(BUG_ACTIONS) | NOT_ON_DEFAULT_MODEL == set(BUGS) - {"none"}
+    assert not set(BUG_ACTIONS) & NOT_ON_DEFAULT_MODEL
 
 
 @pytest.mark.parametrize("bug", sorted(BUG_ACTIONS))
