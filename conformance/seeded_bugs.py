@@ -33,6 +33,31 @@ __all__ = ["BUGS", "ENV_VAR", "SCENARIO_ONLY_BUGS", "coordinator_class", "coordi
 ENV_VAR = "KGC_IMPL_BUG"
 
 
+def _valid_sync_in_preparing_rebalance(
+    coordinator: GroupCoordinator,
+    group_id: str,
+    generation: int,
+    member_id: str,
+    protocol_type: str | None,
+    protocol_name: str | None,
+    group_instance_id: str | None,
+) -> GroupMetadata | None:
+    """The group, when this SyncGroup passes Kafka's checks and the group prepares a rebalance
+    (the case doSyncGroup answers REBALANCE_IN_PROGRESS, which the two sync bugs change)."""
+    group = coordinator._groups.get(group_id)
+    if (
+        group is not None
+        and group.is_(PreparingRebalance)
+        and coordinator._validate_group_status(group_id) is None
+        and coordinator._validate_sync_group(
+            group, generation, member_id, protocol_type, protocol_name, group_instance_id
+        )
+        is None
+    ):
+        return group
+    return None
+
+
 class SyncInPreparingRebalance(GroupCoordinator):
     """A SyncGroup that arrives while the group prepares a rebalance is parked, as if the
     group were CompletingRebalance, instead of answered REBALANCE_IN_PROGRESS."""
@@ -48,14 +73,10 @@ class SyncInPreparingRebalance(GroupCoordinator):
         assignment: dict[str, str],
         respond: Callable,
     ) -> None:
-        group = self._groups.get(group_id)
-        if (
-            group is not None
-            and group.is_(PreparingRebalance)
-            and self._validate_group_status(group_id) is None
-            and self._validate_sync_group(group, generation, member_id, protocol_type, protocol_name, group_instance_id)
-            is None
-        ):
+        group = _valid_sync_in_preparing_rebalance(
+            self, group_id, generation, member_id, protocol_type, protocol_name, group_instance_id
+        )
+        if group is not None:
             group.get(member_id).awaiting_sync_callback = respond
             return
         super()._sync_group(
@@ -78,14 +99,10 @@ class SyncAnsweredInPreparingRebalance(GroupCoordinator):
         assignment: dict[str, str],
         respond: Callable,
     ) -> None:
-        group = self._groups.get(group_id)
-        if (
-            group is not None
-            and group.is_(PreparingRebalance)
-            and self._validate_group_status(group_id) is None
-            and self._validate_sync_group(group, generation, member_id, protocol_type, protocol_name, group_instance_id)
-            is None
-        ):
+        group = _valid_sync_in_preparing_rebalance(
+            self, group_id, generation, member_id, protocol_type, protocol_name, group_instance_id
+        )
+        if group is not None:
             member = group.get(member_id)
             respond(SyncGroupResult(Errors.NONE, group.protocol_type, group.protocol_name, member.assignment))
             return

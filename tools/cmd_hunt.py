@@ -17,7 +17,7 @@ from typing import Annotated
 
 import typer
 
-from kgc.tools.exit_codes import ExitCode, exit_code_for
+from kgc.tools.exit_codes import ExitCode, exit_code_for, exit_code_for_setup_error
 from kgc.tools.options import JsonOption
 from kgc.tools.outdir import writable_dir
 
@@ -45,7 +45,7 @@ def hunt(
 
     from kgc.spec.catalog import ModelNotFoundError, resolve_model
     from kgc.spec.itf import write_itf
-    from kgc.spec.tlc import JarMissingError, JavaMissingError, TlcJob, TlcSetupError, make_run_dir, run_tlc
+    from kgc.spec.tlc import TlcJob, TlcSetupError, make_run_dir, run_tlc
     from kgc.spec.tlc_result import Outcome
 
     errors = Console(stderr=True, highlight=False)
@@ -91,14 +91,7 @@ def hunt(
         result = run_tlc(job, run_dir, on_update=progress)
     except TlcSetupError as exc:
         typer.echo(f"kgc hunt: error: {exc}", err=True)
-        code = (
-            ExitCode.JAVA_MISSING
-            if isinstance(exc, JavaMissingError)
-            else ExitCode.JAR_MISSING
-            if isinstance(exc, JarMissingError)
-            else ExitCode.TLC_ERROR
-        )
-        raise typer.Exit(int(code)) from None
+        raise typer.Exit(int(exit_code_for_setup_error(exc))) from None
     states = result.states_generated or _states_simulated(run_dir / "tlc.out")
     counterexample: Path | None = None
     if result.trace is not None and result.trace.states:

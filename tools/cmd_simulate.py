@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from kgc.tools.exit_codes import ExitCode, exit_code_for
+from kgc.tools.exit_codes import ExitCode, exit_code_for, exit_code_for_setup_error
 from kgc.tools.options import DEFAULT_MODEL, ModelOption
 from kgc.tools.outdir import writable_dir
 
@@ -36,7 +36,7 @@ def simulate_command(
     """Draw random behaviours of a model with TLC and write them as ITF traces."""
     from kgc.conformance.mbt import simulate
     from kgc.spec.catalog import ModelNotFoundError
-    from kgc.spec.tlc import JarMissingError, JavaMissingError, TlcSetupError
+    from kgc.spec.tlc import TlcSetupError
 
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         typer.echo(f"kgc simulate: error: --out {out} must be a new or empty folder", err=True)
@@ -59,14 +59,7 @@ def simulate_command(
         raise typer.Exit(int(ExitCode.USAGE)) from None
     except TlcSetupError as e:
         typer.echo(f"kgc simulate: error: {e}", err=True)
-        code = (
-            ExitCode.JAVA_MISSING
-            if isinstance(e, JavaMissingError)
-            else ExitCode.JAR_MISSING
-            if isinstance(e, JarMissingError)
-            else ExitCode.TLC_ERROR
-        )
-        raise typer.Exit(int(code)) from None
+        raise typer.Exit(int(exit_code_for_setup_error(e))) from None
     total = result.tlc_seconds + result.convert_seconds
     rate = len(result.files) / total if total > 0 else 0.0
     typer.echo(

@@ -30,7 +30,7 @@ from enum import IntEnum
 
 from kgc.spec.tlc_result import Outcome
 
-__all__ = ["ExitCode", "exit_code_for"]
+__all__ = ["ExitCode", "exit_code_for", "exit_code_for_setup_error"]
 
 
 class ExitCode(IntEnum):
@@ -67,3 +67,15 @@ _BY_OUTCOME: dict[Outcome, ExitCode] = {
 def exit_code_for(outcome: Outcome | None) -> ExitCode:
     """No outcome at all means TLC never said anything decisive: treat it as a crash."""
     return _BY_OUTCOME.get(outcome, ExitCode.TLC_ERROR) if outcome is not None else ExitCode.TLC_ERROR
+
+
+def exit_code_for_setup_error(exc: Exception) -> ExitCode:
+    """TLC could not be started (kgc.spec.tlc.TlcSetupError): Java missing, the jar missing, or
+    anything else about the set-up, which counts as TLC failing."""
+    from kgc.spec.tlc import JarMissingError, JavaMissingError
+
+    if isinstance(exc, JavaMissingError):
+        return ExitCode.JAVA_MISSING
+    if isinstance(exc, JarMissingError):
+        return ExitCode.JAR_MISSING
+    return ExitCode.TLC_ERROR
