@@ -100,7 +100,6 @@ NOT_MODELLED = {
     "store-sync-append-unknown-topic-or-partition-answers-coordinator-not-available": "the spec has no asynchronous group store yet",
     "store-sync-success-makes-the-group-stable": "the spec has no asynchronous group store yet",
     "store-unload-while-the-leaders-write-is-in-flight": "the spec has no asynchronous group store yet",
-    "sync-version-5-checks-protocol-type-and-name": "SyncGroup v5 protocol type/name",
 }
 
 
