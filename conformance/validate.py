@@ -889,24 +889,32 @@ def validate_traces(
         except (ValidationError, ValueError) as e:
             return b, idx, f"batch {b} ({len(idx)} traces, first {sub[0].name}): {e}"
 
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        try:
-            for b, idx, res in pool.map(lambda a: one(*a), list(enumerate(batches))):
-                if isinstance(res, str):
-                    errors.append(res)
-                    continue
-                for n, v in zip(idx, res):
-                    verdicts[n] = v
-                if on_batch is not None:
-                    on_batch(b, len(batches), res)
-        except BaseException:
-            # Interrupted (Ctrl-C reaches the main thread only): the TLC runs of the worker
-            # threads are stopped here, or leaving the pool would wait for every batch.
-            pool.shutdown(wait=False, cancel_futures=True)
-            stop_all_tlc()
-            if not keep and work_dir is None:
-                shutil.rmtree(base, ignore_errors=True)
-            raise
+    try:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            try:
+                for b, idx, res in pool.map(lambda a: one(*a), list(enumerate(batches))):
+                    if isinstance(res, str):
+                        errors.append(res)
+                        continue
+                    for n, v in zip(idx, res):
+                        verdicts[n] = v
+                    if on_batch is not None:
+                        on_batch(b, len(batches), res)
+            except BaseException:
+                # Interrupted (Ctrl-C reaches the main thread only): the TLC runs of the worker
+                # threads are stopped here, or leaving the pool would wait for every batch.
+                pool.shutdown(wait=False, cancel_futures=True)
+                stop_all_tlc()
+                if not keep and work_dir is None:
+                    shutil.rmtree(base, ignore_errors=True)
+                raise
+    except BaseException:
+        # The pool is left only when every worker thread is done, including a step one of them
+        # began after the interrupt (a TLC run, its folders): stop and remove those too.
+        stop_all_tlc()
+        if not keep and work_dir is None:
+            shutil.rmtree(base, ignore_errors=True)
+        raise
     if not keep and work_dir is None and not errors:
         shutil.rmtree(base, ignore_errors=True)
     return BatchReport(
