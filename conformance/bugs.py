@@ -49,7 +49,15 @@ def _summary_of(cls: type) -> str:
 def all_bugs() -> dict[str, Bug]:
     """Every seeded bug by name, from the three layers' own lists (nothing to keep in step)."""
     spec = {m[len(SPEC_MODEL_PREFIX) :]: m for m in available_models() if m.startswith(SPEC_MODEL_PREFIX)}
-    impl = {name: cls for name, cls in {**seeded_bugs.BUGS, **seeded_bugs.SCENARIO_ONLY_BUGS}.items() if name != "none"}
+    impl = {
+        name: cls
+        for name, cls in {
+            **seeded_bugs.BUGS,
+            **seeded_bugs.SCENARIO_ONLY_BUGS,
+            **seeded_bugs.INTERNAL_ERROR_BUGS,
+        }.items()
+        if name != "none"
+    }
     names = sorted(set(spec) | set(impl) | set(transitions.BUGS))
     return {
         name: Bug(

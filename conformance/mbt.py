@@ -36,6 +36,7 @@ from kgc.conformance.abstraction import (
     tie_to_fire,
     timer_record,
 )
+from kgc.conformance.faults import new_faults
 from kgc.conformance.recorded_trace import write_trace
 from kgc.conformance.recorder import RunRecorder
 from kgc.conformance.trace_schema import check_trace_shape
@@ -556,6 +557,12 @@ def _follow(
                 return outcome
             if on_step is not None:
                 on_step(name, before_state, res)
+            faults = new_faults(world.coordinator, 0)
+            if faults:  # swallowed by the coordinator, but a fault all the same (conformance/faults.py)
+                outcome.divergence = Divergence(
+                    n, describe_action(la), "(internal error)", "none", faults[0], tuple(res.requests)
+                )
+                return outcome
             impl = abstract_state(world)
             diffs = compare_states(spec_after, impl, world, world.ops)
             diffs += _action_diff(la, res)

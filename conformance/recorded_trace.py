@@ -61,6 +61,9 @@ class RecordedTrace:
     stopped: str | None = None
     skipped: list[str] = field(default_factory=list)
     source: str = ""
+    faults: list[tuple[int, str]] = field(default_factory=list)
+    """(state index, what) for each internal error or duplicate answer the coordinator
+    recorded (conformance/faults.py): `kgc validate` fails the trace at the first one."""
 
     @property
     def steps(self) -> int:
@@ -85,6 +88,7 @@ def write_trace(path: Path, trace: RecordedTrace) -> None:
         "constants": asdict(trace.constants),
         "stopped": trace.stopped,
         "skipped": trace.skipped,
+        "faults": [list(f) for f in trace.faults],
         "modelValues": sorted(model_values),
     }
     variables = list(trace.states[0]) if trace.states else []
@@ -138,8 +142,18 @@ def read_trace(path: Path) -> RecordedTrace:
         stopped=meta.get("stopped"),
         skipped=list(meta.get("skipped", [])),
         source=meta.get("source", ""),
+        faults=_faults(file, meta.get("faults", [])),
     )
 
 
 def client(name: str) -> ModelValue:
     return ModelValue(name)
+
+
+def _faults(file: str, raw: Any) -> list[tuple[int, str]]:
+    """#meta.faults: a list of [state index, text] pairs."""
+    if not isinstance(raw, list) or not all(
+        isinstance(f, list) and len(f) == 2 and isinstance(f[0], int) and isinstance(f[1], str) for f in raw
+    ):
+        raise InputError(file, "#meta.faults", "a list of [state index, text] pairs")
+    return [(int(f[0]), str(f[1])) for f in raw]

@@ -45,6 +45,7 @@ from kgc.conformance.abstraction import (
     not_enabled,
     timer_record,
 )
+from kgc.conformance.faults import new_faults
 from kgc.conformance.recorded_trace import RecordedTrace, TraceConstants
 from kgc.impl.coordinator import GroupCoordinator, LeaveMemberIdentity
 from kgc.impl.group import GroupState
@@ -142,6 +143,9 @@ class RunRecorder:
     origins: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     stopped: str | None = None
+    faults: list[tuple[int, str]] = field(default_factory=list)
+    """(state index, what): the coordinator's internal errors and duplicate answers, by the
+    state they appeared in (conformance/faults.py)."""
 
     def __post_init__(self) -> None:
         self._outsider_member: str | None = None
@@ -166,6 +170,8 @@ class RunRecorder:
         state["lastAction"] = la
         self.states.append(state)
         self.origins.append(origin)
+        index = len(self.states) - 1
+        self.faults.extend((index, what) for what in new_faults(self.world.coordinator, len(self.faults)))
         return state
 
     def _check_open(self) -> None:
@@ -366,6 +372,7 @@ class RunRecorder:
             self.stopped,
             list(self.skipped),
             self.source,
+            list(self.faults),
         )
 
 

@@ -392,6 +392,8 @@ def run_scenario(
 
 
 def _run_steps(scenario: Scenario, world: World, before_step: BeforeStep | None) -> ReplayResult:
+    from kgc.conformance.faults import new_faults
+
     for index, step in enumerate(scenario.steps):
         if before_step is not None:
             before_step(index, step, world)
@@ -411,6 +413,13 @@ def _run_steps(scenario: Scenario, world: World, before_step: BeforeStep | None)
                 scenario.name,
                 scenario.file,
                 StepFailure(index, f"{_step_kind(step)} handled", f"{type(e).__name__}: {e}"),
+            )
+        faults = new_faults(world.coordinator, 0)
+        if faults:  # swallowed by the coordinator, but a fault all the same (conformance/faults.py)
+            return ReplayResult(
+                scenario.name,
+                scenario.file,
+                StepFailure(index, f"{_step_kind(step)} handled without a fault", faults[0]),
             )
     return ReplayResult(scenario.name, scenario.file)
 

@@ -28,7 +28,14 @@ from kgc.impl.errors import Errors
 from kgc.impl.group import GroupMetadata, MemberMetadata
 from kgc.impl.store import StoredGroup
 
-__all__ = ["BUGS", "ENV_VAR", "SCENARIO_ONLY_BUGS", "coordinator_class", "coordinator_class_from_env"]
+__all__ = [
+    "BUGS",
+    "ENV_VAR",
+    "INTERNAL_ERROR_BUGS",
+    "SCENARIO_ONLY_BUGS",
+    "coordinator_class",
+    "coordinator_class_from_env",
+]
 
 ENV_VAR = "KGC_IMPL_BUG"
 
@@ -354,10 +361,34 @@ BUGS: dict[str, type[GroupCoordinator]] = {
 }
 
 
+# -- faults the protocol cannot see: the coordinator behaves as Kafka's does, but records an
+# -- internal error (or answers a request twice). Every detector reads the coordinator's fault
+# -- counters (conformance/faults.py); no state or response differs, so nothing else finds them.
+
+
+class SwallowedRemovalError(GroupCoordinator):
+    """Removing a member (LeaveGroup, session or join expiry) raises after the removal is done,
+    and the coordinator's guard swallows it into `internal_errors`: every state and response is
+    Kafka's, only the fault counter tells."""
+
+    def _remove_member_and_update_group(self, group: GroupMetadata, member: MemberMetadata) -> None:
+        super()._remove_member_and_update_group(group, member)
+        try:
+            raise RuntimeError(f"seeded: bookkeeping after removing {member.member_id} failed")
+        except RuntimeError:
+            self._record_internal_error("_remove_member_and_update_group")
+
+
+#: bugs that only the coordinator's fault counters show
+INTERNAL_ERROR_BUGS: dict[str, type[GroupCoordinator]] = {
+    "swallowed_removal_error": SwallowedRemovalError,
+}
+
+
 def coordinator_class(name: str | None) -> type[GroupCoordinator]:
     """The coordinator with seeded defect `name` (None or "" or "none": the real one)."""
     key = name or "none"
-    known = {**BUGS, **SCENARIO_ONLY_BUGS}
+    known = {**BUGS, **SCENARIO_ONLY_BUGS, **INTERNAL_ERROR_BUGS}
     if key not in known:
         raise KeyError(
             f"no seeded implementation bug {key!r}; known: {', '.join(sorted(known))} (`kgc bugs` lists every seeded bug and its layers)"

@@ -40,6 +40,7 @@ from hypothesis.stateful import (
 from kgc.conformance.abstraction import GROUP_ID, SpecConstants
 from kgc.conformance.properties import PropertyReport, check_state, check_step
 from kgc.conformance.recorder import CLIENT_ACTIONS, RunRecorder, enabled_actions
+from kgc.conformance.timed_liveness import Deadlines, TimedLiveness
 from kgc.impl.coordinator import GroupCoordinator, LeaveMemberIdentity
 
 __all__ = [
@@ -68,6 +69,22 @@ DEFAULT_CONSTANTS = SpecConstants(
     max_group_size=2,
     max_failovers=2,
     ms_per_unit=100,
+)
+
+#: The same group on a slow clock (a unit is 100 s): NewMemberJoinTimeoutMs is Kafka's 300 s
+#: (3 units), shorter than the rebalance timeout (600 s) and the session timeout (400 s), so a
+#: new member whose join waits in a rebalance times out (addMemberAndRebalance's timer), the
+#: one timer kind DEFAULT_CONSTANTS never fire. Drawn per example (`choose_habits`).
+SLOW_CLOCK_CONSTANTS = SpecConstants(
+    clients=("c1", "c2", "c3"),
+    num_ids=8,
+    session=4,
+    rebalance=6,
+    initial_delay=1,
+    new_member_timeout=3,
+    max_group_size=2,
+    max_failovers=2,
+    ms_per_unit=100_000,
 )
 
 PROFILES = {"ci": "kgc-ci", "deep": "kgc-deep"}
@@ -177,6 +194,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
     the constants and where failing examples are saved."""
 
     constants: SpecConstants = DEFAULT_CONSTANTS
+    slow_clock: SpecConstants | None = SLOW_CLOCK_CONSTANTS  # a quarter of the examples run on it
     coordinator_class: type[GroupCoordinator] = GroupCoordinator
     save_dir: Path | None = None
     on_example: Callable[[], None] | None = None
@@ -187,14 +205,18 @@ class CoordinatorMachine(RuleBasedStateMachine):
         super().__init__()
         if self.on_example is not None:
             type(self).on_example()  # type: ignore[misc]
+        self.weights: dict[str, int] = dict(_WEIGHT)
+        self._start(self.constants)
+
+    def _start(self, constants: SpecConstants) -> None:
+        """A fresh coordinator and recording under `constants`, its initial state checked."""
         self.log = _RequestLog()
-        self.rec = RunRecorder(
-            self.constants, self.coordinator_class, name="hypothesis", lenient=True, observer=self.log
-        )
+        self.rec = RunRecorder(constants, self.coordinator_class, name="hypothesis", lenient=True, observer=self.log)
         self.checked = 1
         self.fullest = 0
-        self.weights: dict[str, int] = dict(_WEIGHT)
-        self.k = self.constants
+        self.seen: set[str] = set()
+        self.k = constants
+        self.liveness = TimedLiveness(Deadlines.of(self.k))
         self._check(None, self.rec.states[0])
 
     # -- checking -----------------------------------------------------------------------------
@@ -203,8 +225,14 @@ class CoordinatorMachine(RuleBasedStateMachine):
             type(self).steps_run += 1
         pk = self.k.properties_constants()
         report = check_state(after, pk) if before is None else check_step(before, after, pk)
+        step = len(self.rec.states) - 1
+        at = self.checked if before is not None else 0  # the index of `after`
+        faults = [what for index, what in self.rec.faults if index <= at]
+        if faults:
+            # swallowed by the coordinator, but a fault all the same (conformance/faults.py)
+            report.violations["NoInternalError"] = faults[:1]
+        report.violations.update(self.liveness.observe(after))
         if report.violations:
-            step = len(self.rec.states) - 1
             path = None
             if self.save_dir is not None:
                 name = "-".join(sorted(report.violations))
@@ -235,6 +263,8 @@ class CoordinatorMachine(RuleBasedStateMachine):
             name: data.draw(st.sampled_from([3, 1, 0, 6]), label=name)
             for name in sorted(_WEIGHT) + sorted(set(CLIENT_ACTIONS) - set(_WEIGHT))
         }
+        if self.slow_clock is not None and data.draw(st.integers(0, 3), label="slow clock") == 0:
+            self._start(self.slow_clock)
         most = min(len(self.k.clients), self.k.max_group_size or len(self.k.clients))
         self._warm_start(
             data.draw(st.integers(0, most), label="formed members"),
@@ -265,12 +295,16 @@ class CoordinatorMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         # steer towards fuller groups, where the size bound and rebalances bite
         target(float(self.fullest), label="members and joins")
+        # and towards runs that see many kinds of step (every timer kind, every group state)
+        target(float(len(self.seen)), label="kinds of step and group state")
 
     @invariant()
     def properties_hold(self) -> None:
         states = self.rec.states
         self.fullest = max(self.fullest, len(states[-1]["members"]) + len(states[-1]["awaitingJoin"]))
         while self.checked < len(states):
+            self.seen.add(str(states[self.checked]["lastAction"]["name"]))
+            self.seen.add(str(states[self.checked]["gstate"]))
             self._check(states[self.checked - 1], states[self.checked])
             self.checked += 1
 
@@ -361,6 +395,20 @@ class CoordinatorMachine(RuleBasedStateMachine):
                 self.rec.step("LeaveGroup", c)
             elif self.rec.world.clients[c].phase == "Joined":
                 self.rec.step("SyncGroupLeader" if self.rec.world.clients[c].leader else "SyncGroupFollower", c)
+
+    @precondition(lambda self: self.k.max_group_size is not None and self._group_state() != "Dead")
+    @rule(then_join=st.booleans())
+    def fill_with_pending_members(self, then_join: bool) -> None:
+        """Every consumer outside the group asks to join with requireKnownMemberId (each
+        becomes a pending member), and then (or not) joins with the id it got: the group
+        reaches group.max.size with pending members, where acceptJoiningMember counts them."""
+        for c in self.k.clients:
+            if ("JoinGroupUnknownMember", c, True) in enabled_actions(self.rec, allow_failover=False):
+                self.rec.step("JoinGroupUnknownMember", c, True)
+        if then_join:
+            for c in self.k.clients:
+                if ("JoinGroupPendingMember", c, False) in enabled_actions(self.rec, allow_failover=False):
+                    self.rec.step("JoinGroupPendingMember", c)
 
     def _tick(self, units: int) -> None:
         """Time passes. Logged as one tick per distinct timer deadline reached (then the

@@ -672,6 +672,29 @@ def _check_batch(
     return verdicts
 
 
+def _with_faults(trace: RecordedTrace, verdict: TraceVerdict) -> TraceVerdict:
+    """The verdict, failed at the first coordinator fault the recording saw (an internal error
+    or a duplicate answer, conformance/faults.py) when that comes before any spec mismatch: the
+    states can all be the spec's while the coordinator swallowed an exception."""
+    if not trace.faults:
+        return verdict
+    index, what = trace.faults[0]
+    if not verdict.matched and verdict.failed_step is not None and verdict.failed_step < index:
+        return verdict
+    index = min(index, len(trace.states) - 1)
+    return TraceVerdict(
+        trace.name,
+        trace.steps,
+        False,
+        failed_step=index,
+        action=_action_text(trace.states[index]["lastAction"]),
+        origin=trace.origins[index] if index < len(trace.origins) else None,
+        reason=f"the coordinator recorded a fault: {what}",
+        diffs=[StepDiff("(internal error)", "none", what)],
+        stopped=trace.stopped,
+    )
+
+
 def _action_text(la: Any) -> str:
     name = la["name"]
     client = la.get("client")
@@ -885,7 +908,7 @@ def validate_traces(
             vs = _check_batch(sub, base / f"batch{b}", spec, timeout, classic)
             if explain and not all(v.matched for v in vs):
                 diagnose(sub, vs, base / f"batch{b}-diag", spec, timeout)
-            return b, idx, vs
+            return b, idx, [_with_faults(t, v) for t, v in zip(sub, vs)]
         except (ValidationError, ValueError) as e:
             return b, idx, f"batch {b} ({len(idx)} traces, first {sub[0].name}): {e}"
 

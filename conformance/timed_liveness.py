@@ -1,0 +1,134 @@
+"""Timed liveness of the coordinator as properties of finite runs.
+
+The spec's safety properties pass a group stuck in PreparingRebalance forever, or a crashed
+member never removed: nothing bad happens, the good thing just never comes. Kafka bounds every
+such wait with a timer, so on a finite run each liveness property becomes a deadline that a
+checker can test after every step, given the clock (`now`, in spec units):
+
+- RebalanceCompletes: PreparingRebalance is left within the rebalance timeout after it began,
+  plus the initial delay (GroupCoordinator.prepareRebalance: DelayedJoin, or InitialDelayedJoin
+  from Empty, which extends itself at most to the rebalance timeout).
+- SyncCompletes: CompletingRebalance is left within the rebalance timeout (DelayedSync,
+  scheduled by onCompleteJoin with the group's rebalance timeout).
+- SilentMemberRemoved: a member or pending member that sends nothing is gone by its session
+  timeout (DelayedHeartbeat; MemberMetadata.hasSatisfiedHeartbeat excuses a member awaiting a
+  join or a sync), a new member awaiting its join by the new-member join timeout
+  (addMemberAndRebalance's NewMemberJoinTimeoutMs).
+- ParkedRequestAnswered: a consumer's parked JoinGroup is answered within the rebalance timeout
+  plus the initial delay, a parked SyncGroup within the rebalance timeout (the deadlines of the
+  operations that hold them).
+
+The bounds are generous where Kafka's are intricate: any request of a member, any change of
+the group's state or generation and a (re)load count as hearing from every member it concerns,
+so a property never fails a run Kafka's timers allow. States are the spec's variables
+(conformance.abstraction, ITF traces); a state without the variables a property needs skips it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["LIVENESS_PROPERTIES", "Deadlines", "TimedLiveness"]
+
+LIVENESS_PROPERTIES = ("RebalanceCompletes", "SyncCompletes", "SilentMemberRemoved", "ParkedRequestAnswered")
+
+
+@dataclass(frozen=True)
+class Deadlines:
+    """The timeouts, in spec units (SpecConstants' fields of the same names)."""
+
+    session: int
+    rebalance: int
+    initial_delay: int
+    new_member_timeout: int
+
+    @classmethod
+    def of(cls, constants: Any) -> Deadlines:
+        return cls(constants.session, constants.rebalance, constants.initial_delay, constants.new_member_timeout)
+
+
+@dataclass
+class TimedLiveness:
+    """Feed it the states of one run in order (`observe`); it returns what is overdue."""
+
+    deadlines: Deadlines
+    _phase: tuple[Any, ...] | None = None  # (loaded, gstate, generation) of the last state
+    _phase_since: int = 0
+    _heard: dict[int, int] = field(default_factory=dict)  # member id -> when last heard
+    _waits: dict[Any, tuple[str, int]] = field(default_factory=dict)  # client -> (phase, since)
+
+    def observe(self, s: Mapping[str, Any]) -> dict[str, list[str]]:
+        """Violations by property name in state `s` (given after every earlier state)."""
+        if "now" not in s or "gstate" not in s:
+            return {}
+        now, d = int(s["now"]), self.deadlines
+        out: dict[str, list[str]] = {}
+        phase = (s.get("loaded", True), s["gstate"], s.get("generation"))
+        changed = phase != self._phase
+        if changed:
+            self._phase, self._phase_since = phase, now
+        loaded, gstate = phase[0], phase[1]
+        waited = now - self._phase_since
+        if loaded and gstate == "PreparingRebalance" and waited > d.rebalance + d.initial_delay:
+            out["RebalanceCompletes"] = [
+                f"PreparingRebalance since {self._phase_since}, now {now} "
+                f"(rebalance timeout {d.rebalance} + initial delay {d.initial_delay})"
+            ]
+        if loaded and gstate == "CompletingRebalance" and waited > d.rebalance:
+            out["SyncCompletes"] = [
+                f"CompletingRebalance since {self._phase_since}, now {now} (rebalance timeout {d.rebalance})"
+            ]
+        silent = self._silent(s, now, changed)
+        if silent:
+            out["SilentMemberRemoved"] = silent
+        parked = self._parked(s, now)
+        if parked:
+            out["ParkedRequestAnswered"] = parked
+        return out
+
+    def _silent(self, s: Mapping[str, Any], now: int, changed: bool) -> list[str]:
+        if "members" not in s:
+            return []
+        members, pending = set(s["members"]), set(s.get("pending", ()))
+        waiting = set(s.get("awaitingJoin", ())) | set(s.get("awaitingSync", ()))
+        new = set(s.get("newMembers", ()))
+        la = s.get("lastAction") or {}
+        spoke = {la.get("member", 0), la.get("newMember", 0)} if hasattr(la, "get") else set()
+        present = members | pending
+        self._heard = {m: t for m, t in self._heard.items() if m in present}
+        bad = []
+        for m in sorted(present):
+            satisfied = m in members and m in waiting and m not in new
+            if changed or satisfied or m in spoke or m not in self._heard:
+                self._heard[m] = now
+                continue
+            if m in pending:
+                bound, what = self.deadlines.session, "pending member"
+            elif m in new and m in waiting:
+                bound, what = self.deadlines.new_member_timeout, "new member"
+            else:
+                bound, what = self.deadlines.session, "member"
+            if now - self._heard[m] > bound:
+                bad.append(f"{what} {m} silent since {self._heard[m]}, now {now} (timeout {bound})")
+        return bad
+
+    def _parked(self, s: Mapping[str, Any], now: int) -> list[str]:
+        phases = s.get("cphase")
+        if phases is None:
+            return []
+        d, bad = self.deadlines, []
+        for c, ph in phases.items():
+            if ph not in ("JoinWait", "SyncWait"):
+                self._waits.pop(c, None)
+                continue
+            was = self._waits.get(c)
+            if was is None or was[0] != ph:
+                self._waits[c] = (ph, now)
+                continue
+            bound = d.rebalance + d.initial_delay if ph == "JoinWait" else d.rebalance
+            if now - was[1] > bound:
+                kind = "JoinGroup" if ph == "JoinWait" else "SyncGroup"
+                bad.append(f"client {c}'s {kind} parked since {was[1]}, now {now} (bound {bound})")
+        return bad
