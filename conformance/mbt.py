@@ -84,6 +84,7 @@ REPORT_ORDER: tuple[str, ...] = (
     "genMembers",
     "genLeaders",
     "leaderLog",
+    "writes",
     "cphase",
     "cmember",
     "cgen",

@@ -42,10 +42,18 @@ class TraceConstants:
     clients: tuple[str, ...]
     failovers: int = 0
     ms_per_unit: int = 1
+    store_async: bool = False  # the spec's StoreAsync (a deferred group store)
 
     def batch_key(self) -> tuple[Any, ...]:
         """Traces with equal keys can share one TLC run (ids, clients and failovers merge)."""
-        return (self.session, self.rebalance, self.initial_delay, self.new_member_timeout, self.max_group_size)
+        return (
+            self.session,
+            self.rebalance,
+            self.initial_delay,
+            self.new_member_timeout,
+            self.max_group_size,
+            self.store_async,
+        )
 
 
 @dataclass

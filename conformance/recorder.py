@@ -344,6 +344,19 @@ class RunRecorder:
         finally:
             self._outsider_member = None
 
+    def store_callback(self, append_error: str = "NONE", origin: str = "") -> StepResult:
+        """The spec's StoreCallback: the oldest group-metadata append in flight is acknowledged
+        with `append_error` (NONE: success), as a deferred store completes it."""
+        self._check_open()
+        la = {"name": "StoreCallback", "client": ModelValue("NoClient"), "flag": False, "append": append_error}
+        why = not_enabled(self.world, la)
+        if why is not None:
+            raise ValueError(f"StoreCallback is not enabled: {why}")
+        self.events.transitions.clear()
+        res = apply_action(self.world, la)
+        self._append(self._last_action(res), origin or f"StoreCallback({append_error})")
+        return res
+
     def stop(self, reason: str) -> None:
         if self.stopped is None:
             self.stopped = reason
@@ -361,6 +374,7 @@ class RunRecorder:
             clients=tuple(k.clients),
             failovers=self.world.failovers,
             ms_per_unit=k.ms_per_unit,
+            store_async=k.store_async,
         )
 
     def trace(self) -> RecordedTrace:
@@ -560,6 +574,7 @@ def scenario_constants(scenario: Any) -> tuple[SpecConstants, str]:
         max_group_size=scenario.config.max_group_size,
         max_failovers=max(1, unloads),
         ms_per_unit=unit,
+        store_async=scenario.config.store == "deferred",
     ), group
 
 
@@ -575,28 +590,12 @@ def record_scenario(scenario: Any, coordinator_class: type[GroupCoordinator] = G
         max_session_timeout_ms=scenario.config.max_session_timeout_ms,
     )
     lifter = _ScenarioLifter(rec, scenario, group)
-    deferred = None
-    if scenario.config.store == "deferred":
-        from kgc.impl.store import DeferredGroupStore
-
-        # Run the implementation as the replay does (writes wait for `store` steps), so that
-        # the recording stops exactly where a write is in flight.
-        deferred = DeferredGroupStore(rec.world.coordinator.store)
-        rec.world.coordinator.store = deferred
+    # With config store "deferred" the world runs a DeferredGroupStore (the spec's StoreAsync):
+    # writes wait for the scenario's `store` steps, each a StoreCallback.
     for index, step in enumerate(scenario.steps):
         if rec.stopped is not None:
             break
-        kept = len(rec.states)
         lifter.run(index, step)
-        if deferred is not None and deferred.pending() and rec.stopped is None:
-            # The spec's store is synchronous: the step that started the write is not one of
-            # its steps (the implementation waits where the spec moves on), so it is dropped.
-            del rec.states[kept:]
-            del rec.origins[kept:]
-            rec.stop(
-                f"step {index}: a group-metadata write is in flight (config store deferred); "
-                "the spec has no asynchronous group store yet"
-            )
     return rec.trace()
 
 
@@ -650,7 +649,10 @@ class _ScenarioLifter:
         if isinstance(step, (Expect, ExpectState)):
             return
         if isinstance(step, Store):
-            rec.stop(f"{where} store: the spec has no asynchronous group store yet")
+            if step.group != self.group:
+                rec.skipped.append(f"{where} store {step.group}: another group")
+                return
+            rec.store_callback(step.error, origin=f"{where} store {step.error}")
             return
         if isinstance(step, LoadBegin):
             rec.stop(f"{where} load_begin: the spec has no loading window (COORDINATOR_LOAD_IN_PROGRESS) yet")

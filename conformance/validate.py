@@ -102,6 +102,7 @@ VAR_TYPES: dict[str, str] = {
     "genMembers": "set",
     "leaderLog": "pairs",
     "lastAction": "record",
+    "writes": "writes",
 }
 SPEC_VARIABLES = tuple(VAR_TYPES)
 CLIENT_VALUE_TYPES = {
@@ -134,6 +135,7 @@ FIELD_TYPES: dict[str, dict[str, str]] = {
         "dt": "int",
     },
     "store": {"exists": "bool", "gen": "int", "leader": "int", "members": "set", "plan": "set"},
+    "writes": {"kind": "str", "gen": "int", "leader": "int", "members": "set", "plan": "set", "stale": "bool"},
     "timers": {
         "kind": "str",
         "member": "int",
@@ -175,6 +177,7 @@ ACTIONS: dict[str, str] = {
     "AdvanceTime": "AdvanceTime",
     "GroupUnload": "GroupUnload",
     "GroupLoad": "GroupLoad",
+    "StoreCallback": "StoreCallbackAny",
 }
 _ACTION_INDEX = {name: n for n, name in enumerate(ACTIONS, start=1)}
 MAX_CLIENTS = 63
@@ -372,6 +375,9 @@ class _ViewWriter:
                 return "<<" + ", ".join([str(n)] + rest) + ">>"
 
             return lambda v: "<<" + ", ".join(timer(t) for t in v) + ">>"
+        if kind == "writes":
+            ws = list(FIELD_TYPES[var].items())
+            return lambda v: _tuple(_tuple(_scalar(k, w[f], codes, index) for f, k in ws) for w in v)
         if kind == "record":
             fs = [(f, FIELD_TYPES[var][f]) for f in self.shape.fields_of(var)]
             return lambda v: _tuple(_scalar(k, v[f], codes, index) for f, k in fs)
@@ -432,6 +438,8 @@ def _projection(var: str, shape: _Shape, clients: Sequence[str]) -> str:
 
     if kind == "timers":
         return "PT_(timers)"
+    if kind == "writes":
+        return "PW_(writes)"
     if kind == "record":
         fs = shape.fields_of(var)
         return "<<" + ", ".join(conv(FIELD_TYPES[var][f], f"{var}.{f}") for f in fs) + ">>"
@@ -521,6 +529,10 @@ def build_module(
         items = ", ".join([pack] + [_conv(FIELD_TYPES["timers"][f], "t." + f) for f in plain])
         lines.append(f"PT1_(t) == <<{items}>>")
         lines.append("PT_(ts) == IF ts = <<>> THEN <<>> ELSE [k_ \\in 1..Len(ts) |-> PT1_(ts[k_])]")
+    if "writes" in shape.variables:
+        wf = ", ".join(_conv(k, "w." + f) for f, k in FIELD_TYPES["writes"].items())
+        lines.append(f"PW1_(w) == <<{wf}>>")
+        lines.append("PW_(ws) == IF ws = <<>> THEN <<>> ELSE [k_ \\in 1..Len(ws) |-> PW1_(ws[k_])]")
     parts = (_projection(v, shape, clients) for v in shape.variables)
     lines.append("View == <<" + ",\n         ".join(parts) + ">>")
     lines.append("=" * 40)
@@ -547,6 +559,8 @@ def build_module(
         f"    MaxFailovers = {max(1, consts.failovers)}",
         "    Normalize = FALSE",
         '    Bug = "none"',
+        f"    StoreAsync = {'TRUE' if consts.store_async else 'FALSE'}",
+        "    StoreErrors <- AllAppendErrors",
     ]
     cfg.append(f"INVARIANTS {invariants}" if stop_at is None else "INVARIANT BeforeStop")
     cfg.append("CONSTANT Obs = {" + ", ".join(f'"{o}"' for o in obs) + "}")
@@ -756,6 +770,7 @@ _REPORT_ORDER = (
     "newMemberAdded",
     "nextId",
     "store",
+    "writes",
     "failovers",
     "genMembers",
     "genLeaders",

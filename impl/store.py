@@ -166,6 +166,10 @@ class DeferredGroupStore:
     def pending(self) -> int:
         return len(self._pending)
 
+    def pending_writes(self, group_id: str) -> list[tuple[StoredGroup, StoreCallback]]:
+        """The writes of `group_id` not yet completed, oldest first."""
+        return [(record, callback) for record, callback in self._pending if record.group_id == group_id]
+
     def pending_for(self, group_id: str) -> int:
         """Writes of `group_id` not yet completed."""
         return sum(1 for record, _ in self._pending if record.group_id == group_id)

@@ -145,12 +145,14 @@ VARIABLES
     leaderLog,      \* history across failovers (kept only when MaxFailovers > 0):
                     \*   <<generation, member>> for every successful JoinGroup
                     \*   response naming its own member leader
-    lastAction      \* the last step and its parameters
+    lastAction,     \* the last step and its parameters
+    writes          \* group store: the group-metadata appends not yet acknowledged, oldest
+                    \*   first (<<>> unless StoreAsync)
 
 vars == <<now, timers, loaded, gstate, generation, leader, members, pending,
           awaitingJoin, awaitingSync, newMembers, pendingSync, plan, newMemberAdded,
           nextId, store, failovers, cphase, cmember, cgen, cleader, cmembers,
-          cassign, cwait, genLeaders, genMembers, leaderLog, lastAction>>
+          cassign, cwait, genLeaders, genMembers, leaderLog, lastAction, writes>>
 
 NoStore == [exists |-> FALSE, gen |-> 0, leader |-> NoMember, members |-> {}, plan |-> {}]
 
@@ -169,6 +171,7 @@ Cur == [now |-> now, timers |-> timers, loaded |-> loaded, gstate |-> gstate,
         failovers |-> failovers, cphase |-> cphase, cmember |-> cmember, cgen |-> cgen,
         cleader |-> cleader, cmembers |-> cmembers, cassign |-> cassign, cwait |-> cwait,
         genLeaders |-> genLeaders, genMembers |-> genMembers, leaderLog |-> leaderLog,
+        writes |-> writes,
         ok |-> TRUE, nlNeed |-> {}, jlNeed |-> {}, resp |-> "NONE", newId |-> NoMember, dt |-> 0]
 
 Commit(s, la) ==
@@ -181,6 +184,7 @@ Commit(s, la) ==
     /\ cgen' = s.cgen /\ cleader' = s.cleader /\ cmembers' = s.cmembers
     /\ cassign' = s.cassign /\ cwait' = s.cwait /\ genLeaders' = s.genLeaders
     /\ genMembers' = s.genMembers /\ leaderLog' = s.leaderLog /\ lastAction' = la
+    /\ writes' = s.writes
 
 (* lastAction fields: name (the action), client (NoClient for timer and  *)
 (* coordinator steps), member (the request's member id, NoMember for "",   *)
@@ -416,6 +420,46 @@ CreateGroup(s) ==  \* groupManager.getOrMaybeCreateGroup: new GroupMetadata(grou
 
 StoreGroup(s, st) == IF MaxFailovers > 0 THEN [s EXCEPT !.store = st] ELSE s
 
+(* ---- group store: the appends ------------------------------------------ *)
+(* GroupMetadataManager.storeGroup appends the group's metadata record to  *)
+(* __consumer_offsets and calls its callback when the append is            *)
+(* acknowledged (appendForGroup -> replicaManager.appendRecords), later:   *)
+(* with StoreAsync the append is queued in `writes` and the StoreCallback  *)
+(* step (below) completes the oldest; without it (every model but store)   *)
+(* the write succeeds inside the step that makes it, as before.  Sync: the *)
+(* leader's SyncGroup (doSyncGroup); Empty: onCompleteJoin of a group left *)
+(* with no member (its callback only logs an error).  `stale`: the group   *)
+(* was unloaded since (the callback holds the Dead GroupMetadata).         *)
+StoreAsync == FALSE     \* a model sets StoreAsync = TRUE
+(* The append errors a model lets the store return (StoreErrors, a subset *)
+(* of DOMAIN AppendError), and storeGroup's translation of each into the   *)
+(* error its callback sees ("transform the log append error code to the   *)
+(* corresponding the commit status error code"; any other passes as is).  *)
+StoreErrors == {}
+AppendError == [UNKNOWN_TOPIC_OR_PARTITION |-> "COORDINATOR_NOT_AVAILABLE",
+                NOT_ENOUGH_REPLICAS |-> "COORDINATOR_NOT_AVAILABLE",
+                NOT_ENOUGH_REPLICAS_AFTER_APPEND |-> "COORDINATOR_NOT_AVAILABLE",
+                NOT_LEADER_OR_FOLLOWER |-> "NOT_COORDINATOR",
+                KAFKA_STORAGE_ERROR |-> "NOT_COORDINATOR",
+                REQUEST_TIMED_OUT |-> "REBALANCE_IN_PROGRESS",
+                MESSAGE_TOO_LARGE |-> "UNKNOWN_SERVER_ERROR",
+                RECORD_LIST_TOO_LARGE |-> "UNKNOWN_SERVER_ERROR",
+                INVALID_FETCH_SIZE |-> "UNKNOWN_SERVER_ERROR"]
+AllAppendErrors == DOMAIN AppendError   \* for StoreErrors <- AllAppendErrors
+StoreOutcomes == {"NONE"} \cup StoreErrors
+CoordinatorErrorFor(e) == IF e = "NONE" THEN "NONE" ELSE AppendError[e]
+
+Write(kind, g, l, ms, p) ==
+    [kind |-> kind, gen |-> g, leader |-> l, members |-> ms, plan |-> p, stale |-> FALSE]
+
+(* storeGroup(group, assignment, callback): synchronous success, or queued. *)
+StoreWrite(s, w) ==
+    IF StoreAsync THEN [s EXCEPT !.writes = Append(@, w)]
+    ELSE StoreGroup(s, [exists |-> TRUE, gen |-> w.gen, leader |-> w.leader,
+                        members |-> w.members, plan |-> w.plan])
+StaleWrites(ws) == [i \in DOMAIN ws |-> [ws[i] EXCEPT !.stale = TRUE]]
+(* ---- end group store: the appends -------------------------------------- *)
+
 -----------------------------------------------------------------------------
 (* Rebalance purgatory: DelayedJoin completion, DelayedSync, prepareRebalance *)
 
@@ -481,8 +525,7 @@ OnCompleteJoin(s, jl) ==
             LET s4 == [s3 EXCEPT !.gstate = "Empty", !.leader = NoMember, !.pendingSync = {},
                                  !.plan = {}, !.genLeaders = hist, !.genMembers = {},
                                  !.generation = IF Bug = "empty_generation_reset" THEN NoGen ELSE @]
-            IN StoreGroup(s4, [exists |-> TRUE, gen |-> s4.generation, leader |-> NoMember,
-                               members |-> {}, plan |-> {}])
+            IN StoreWrite(s4, Write("Empty", s4.generation, NoMember, {}, {}))
        ELSE \* initNextGeneration to CompletingRebalance, answer the joins, schedulePendingSync
             LET s4 == [s3 EXCEPT !.gstate = "CompletingRebalance", !.leader = ldr,
                                  !.pendingSync = {}, !.genLeaders = hist, !.genMembers = rest]
@@ -626,6 +669,8 @@ SyncGroupHandler(s, c) ==
               [] s.gstate = "CompletingRebalance" ->
                    LET s1 == RemovePendingSyncMember(Park(s0), m) IN
                    IF m # s.leader THEN s1
+                   ELSE IF StoreAsync   \* storeGroup; the callback decides (StoreCallback)
+                   THEN StoreWrite(s1, Write("Sync", s1.generation, s1.leader, s1.members, P))
                    ELSE \* storeGroup, then setAndPropagateAssignment and transitionTo(Stable)
                         LET s2 == StoreGroup(s1, [exists |-> TRUE, gen |-> s1.generation,
                                                   leader |-> s1.leader, members |-> s1.members,
@@ -865,6 +910,7 @@ GroupUnload ==
                                             !.olds = IF s2.timers[i].stale THEN @ ELSE s.members,
                                             !.nma = IF s2.timers[i].stale THEN @ ELSE s.newMemberAdded]]
            s3 == [s2 EXCEPT !.timers = stale, !.loaded = FALSE, !.gstate = "Dead", !.generation = 0,
+                            !.writes = StaleWrites(@),
                             !.leader = NoMember, !.members = {}, !.pending = {}, !.awaitingJoin = {},
                             !.awaitingSync = {}, !.newMembers = {}, !.pendingSync = {}, !.plan = {},
                             !.newMemberAdded = FALSE, !.genLeaders = {}, !.genMembers = {},
@@ -884,6 +930,42 @@ GroupLoad ==
            s2 == IF Cardinality(st.members) > MaxGroupSize THEN PrepareRebalance(s1, NoMember) ELSE s1
            s3 == IF st.exists THEN ScheduleAll(s2, st.members) ELSE s
        IN Commit(s3, LA("GroupLoad", NoClient, NoMember, NoGen, FALSE, s3))
+
+(* ---- group store: the callback ---------------------------------------- *)
+(* The oldest queued append is acknowledged (appendForGroup's callback)    *)
+(* with append error e, "NONE" for success; a success is the record a load *)
+(* reads from then on.  Sync: doSyncGroup's storeGroup callback acts only  *)
+(* if the group is "still in the CompletingRebalance state and the same    *)
+(* generation" (the same GroupMetadata, so not after an unload): on an     *)
+(* error resetAndPropagateAssignmentError(group, error) (every parked      *)
+(* SyncGroup answered with it) and maybePrepareRebalance; on success       *)
+(* setAndPropagateAssignment and transitionTo(Stable).  Empty: the         *)
+(* callback of onCompleteJoin only logs a failure.                         *)
+StoreCallbackHandler(s, e, jl) ==
+    LET w == Head(s.writes)
+        err == CoordinatorErrorFor(e)
+        s0 == [s EXCEPT !.writes = Tail(@), !.resp = err]
+        s1 == IF err = "NONE"
+              THEN StoreGroup(s0, [exists |-> TRUE, gen |-> w.gen, leader |-> w.leader,
+                                   members |-> w.members, plan |-> w.plan])
+              ELSE s0
+        current == /\ w.kind = "Sync" /\ ~w.stale /\ s1.loaded
+                   /\ s1.gstate = "CompletingRebalance" /\ s1.generation = w.gen
+    IN IF ~current THEN s1
+       ELSE IF err = "NONE"
+       THEN [PropagateAssignment([s1 EXCEPT !.plan = w.plan], s1.members, "NONE")
+             EXCEPT !.gstate = "Stable"]
+       ELSE MaybePrepareRebalance(PropagateAssignment([s1 EXCEPT !.plan = {}], s1.members, err), jl)
+
+StoreCallback(e) ==
+    /\ writes # <<>>
+    /\ LET H(nl, jl) == StoreCallbackHandler(Cur, e, jl)
+       IN RunWithChoices(H, LAMBDA r : LA("StoreCallback", NoClient, NoMember, Head(writes).gen, FALSE, r))
+
+(* Any outcome the model allows (the trace module's StoreCallback step:    *)
+(* the recorded resp tells the outcomes apart).                            *)
+StoreCallbackAny == \E e \in StoreOutcomes : StoreCallback(e)
+(* ---- end group store: the callback ------------------------------------- *)
 
 -----------------------------------------------------------------------------
 (* Actions: the clients' own events                                        *)
@@ -933,6 +1015,7 @@ Init ==
     /\ cmembers = [c \in Clients |-> {}] /\ cassign = [c \in Clients |-> {}]
     /\ cwait = [c \in Clients |-> NoMember]
     /\ genLeaders = {} /\ genMembers = {} /\ leaderLog = {}
+    /\ writes = <<>>
     /\ lastAction = [name |-> "Init", client |-> NoClient, member |-> NoMember, gen |-> NoGen,
                      flag |-> FALSE, newMember |-> NoMember, resp |-> "NONE", dt |-> 0]
 
@@ -951,6 +1034,7 @@ Next ==
     \/ \E c \in Clients : ClientStep(c) \/ Disturb(c)
     \/ Tick
     \/ GroupUnload \/ GroupLoad
+    \/ StoreCallbackAny
 
 Spec == Init /\ [][Next]_vars
 
@@ -1016,6 +1100,9 @@ TypeOK ==
     /\ cwait \in [Clients -> Ids]
     /\ genLeaders \subseteq MemberIds /\ genMembers \subseteq MemberIds
     /\ leaderLog \subseteq Nat \X MemberIds
+    /\ writes \in Seq([kind : {"Sync", "Empty"}, gen : Gens, leader : Ids, members : SUBSET MemberIds,
+                       plan : SUBSET MemberIds, stale : BOOLEAN])
+    /\ StoreAsync \/ writes = <<>>
     /\ lastAction.client \in Clients \cup {NoClient}
 
 (* Timers are ordered and none is overdue. *)

@@ -23,7 +23,8 @@ TimeFreeView ==
     <<[i \in DOMAIN timers |-> [timers[i] EXCEPT !.deadline = @ - now]],
       loaded, gstate, generation, leader, members, pending, awaitingJoin, awaitingSync,
       newMembers, pendingSync, plan, newMemberAdded, nextId, store, failovers,
-      cphase, cmember, cgen, cleader, cmembers, cassign, cwait, genLeaders, genMembers, leaderLog>>
+      cphase, cmember, cgen, cleader, cmembers, cassign, cwait, genLeaders, genMembers, leaderLog,
+      writes>>
 
 (* TimeFreeView, and generations taken relative to the group's: the protocol *)
 (* only compares generations for equality (and tests generation = 0), so  *)
@@ -38,7 +39,9 @@ TimeFreeView ==
 (* UNKNOWN_MEMBER_ID before it is compared).  With this the VIEW folds     *)
 (* every generation number, and no bound on generations is needed          *)
 (* (models set MaxGen far beyond reach; spec/models/README.md).            *)
-GenFloor == IF store.exists /\ store.gen < generation THEN store.gen ELSE generation
+GenFloor == LET sg == IF store.exists /\ store.gen < generation THEN store.gen ELSE generation
+                wg == {writes[i].gen : i \in DOMAIN writes} \ {NoGen}
+            IN IF \E w \in wg : w < sg THEN Min(wg) ELSE sg
 RelGen(g) == IF g = NoGen THEN NoGen - 1000 ELSE IF g < GenFloor THEN NoGen - 999 ELSE g - generation
 GenTimeFreeView ==
     <<[i \in DOMAIN timers |-> [timers[i] EXCEPT !.deadline = @ - now,
@@ -47,8 +50,16 @@ GenTimeFreeView ==
       newMembers, pendingSync, plan, newMemberAdded, nextId,
       [store EXCEPT !.gen = RelGen(@)], failovers,
       cphase, cmember, [c \in Clients |-> RelGen(cgen[c])], cleader, cmembers, cassign, cwait,
-      genLeaders, genMembers>>
+      genLeaders, genMembers,
+      [i \in DOMAIN writes |-> [writes[i] EXCEPT !.gen = RelGen(@)]]>>
 
 ClientSymmetry == Permutations(Clients)
+
+(* ---- group store ---- *)
+(* A bound on the appends in flight (store models): each needs a leader's  *)
+(* SyncGroup or an emptied group, and a write that is never acknowledged   *)
+(* adds nothing a shorter queue does not show.                            *)
+MaxWrites == 2
+StoreBound == Len(writes) <= MaxWrites
 
 =============================================================================

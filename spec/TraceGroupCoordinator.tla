@@ -59,6 +59,7 @@ Do(a) ==
       [] a \div 128 = 20 -> AdvanceTime
       [] a \div 128 = 21 -> GroupUnload
       [] a \div 128 = 22 -> GroupLoad
+      [] a \div 128 = 23 -> StoreCallbackAny
       [] OTHER -> FALSE
 
 (* The observed part of the state after the step is the recorded one. *)

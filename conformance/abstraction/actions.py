@@ -29,6 +29,7 @@ from kgc.impl.coordinator import (
     SyncGroupResult,
 )
 from kgc.impl.errors import Errors
+from kgc.impl.store import APPEND_ERROR_TO_COORDINATOR_ERROR, coordinator_error_for_append
 from kgc.spec.values import ModelValue, Record
 
 
@@ -329,6 +330,12 @@ def apply_action(world: World, la: Mapping[str, Any], fire: Any = None) -> StepR
     elif name == "GroupLoad":
         res.requests.append("on_group_loaded")
         world.load()
+    elif name == "StoreCallback":
+        store_gen = _head_write_gen(world)
+        append = _append_error(la)
+        res.requests.append(f"DeferredGroupStore.complete_next({append.name})")
+        world.complete_write(append)
+        res.response = coordinator_error_for_append(append).name
     else:
         raise UnknownAction(f"no implementation mapping for spec action {name!r}")
     if world.step_response is not None:
@@ -336,6 +343,8 @@ def apply_action(world: World, la: Mapping[str, Any], fire: Any = None) -> StepR
     world.observe()
     if name in TIMER_STEPS and res.fired is not None:
         pre_member, pre_gen = res.fired["member"], res.fired["gen"]
+    if name == "StoreCallback":
+        pre_gen = store_gen
     new_ids = world.ids.seen - ids_before
     newest = (world.ids.peek(world.ids.newest(1)[0]) or NO_MEMBER) if new_ids == 1 else NO_MEMBER
     res.last_action = Record(
@@ -361,6 +370,28 @@ def apply_action(world: World, la: Mapping[str, Any], fire: Any = None) -> StepR
     return res
 
 
+def _head_write_gen(world: World) -> int:
+    from kgc.conformance.abstraction.state import writes_of
+
+    writes = writes_of(world)
+    return int(writes[0]["gen"]) if writes else NO_GEN
+
+
+def _append_error(la: Mapping[str, Any]) -> Errors:
+    """The append error a StoreCallback step completes the write with: `append` when the
+    driver names it (a scenario's `store` step), else one whose storeGroup translation is the
+    step's resp (a spec step: every append error with the same translation acts alike)."""
+    if "append" in la:
+        return Errors[str(la["append"])]
+    resp = str(la.get("resp", "NONE"))
+    if resp == "NONE":
+        return Errors.NONE
+    for append, coordinator in APPEND_ERROR_TO_COORDINATOR_ERROR.items():
+        if coordinator.name == resp:
+            return append
+    return Errors[resp]
+
+
 def normalized_last_action(la: Record) -> Record:
     """The spec's LA(...) under Normalize: the liveness models keep only what their formulas
     read (who acted, on which member, which id was handed out, whether time moved), so that
@@ -368,7 +399,7 @@ def normalized_last_action(la: Record) -> Record:
     return Record({**la, "gen": NO_GEN, "resp": "", "dt": 1 if la["dt"] > 0 else 0})
 
 
-_NOT_REQUESTS = TIMER_STEPS | {"AdvanceTime", "GroupUnload", "GroupLoad"}
+_NOT_REQUESTS = TIMER_STEPS | {"AdvanceTime", "GroupUnload", "GroupLoad", "StoreCallback"}
 
 
 def _action_member_gen(world: World, name: str, view: ClientView | None) -> tuple[int, int]:
@@ -429,4 +460,8 @@ def not_enabled(world: World, la: Mapping[str, Any]) -> str | None:
         return "the group is not loaded"
     if name == "GroupLoad" and loaded:
         return "the group is loaded"
+    if name == "StoreCallback":
+        store = world.deferred_store()
+        if store is None or not store.pending_for(GROUP_ID):
+            return "no group-metadata append in flight"
     return None

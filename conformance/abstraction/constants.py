@@ -51,6 +51,7 @@ SPEC_VARIABLES: tuple[str, ...] = (
     "genLeaders",
     "genMembers",
     "leaderLog",
+    "writes",
 )
 
 #: Spec actions that are one timer firing (SystemTimer.fire_next()).
@@ -96,6 +97,9 @@ class SpecConstants:
     normalize: bool = False
     bug: str = "none"
     ms_per_unit: int = 1000
+    store_async: bool = False
+    """The spec's StoreAsync: group-metadata appends wait for StoreCallback steps (the world
+    runs a DeferredGroupStore)."""
 
     def ms(self, units: int) -> int:
         return units * self.ms_per_unit
@@ -123,6 +127,7 @@ class SpecConstants:
             "normalize": self.normalize,
             "bug": self.bug,
             "ms_per_unit": self.ms_per_unit,
+            "store_async": self.store_async,
         }
 
     @classmethod
@@ -152,6 +157,7 @@ class SpecConstants:
             normalize=bool(values.get("Normalize", False)),
             bug=str(values.get("Bug", "none")),
             ms_per_unit=ms_per_unit,
+            store_async=bool(values.get("StoreAsync", False)),
         )
 
     @classmethod

@@ -132,6 +132,39 @@ def _store(world: World, history: bool) -> Record:
     )
 
 
+def _callback_group(callback: Any) -> Any:
+    """The GroupMetadata a storeGroup callback closes over (doSyncGroup's and onCompleteJoin's
+    both do, as Kafka's lambdas hold `group`), or None."""
+    code = getattr(callback, "__code__", None)
+    if code is None or "group" not in code.co_freevars or callback.__closure__ is None:
+        return None
+    return callback.__closure__[code.co_freevars.index("group")].cell_contents
+
+
+def writes_of(world: World) -> tuple[Record, ...]:
+    """The spec's `writes`: the group's appends in flight in the world's deferred store, oldest
+    first; Empty for a record without members (onCompleteJoin's), else Sync (the leader's
+    SyncGroup); stale when the callback's GroupMetadata is no longer the cached group."""
+    store = world.deferred_store()
+    if store is None:
+        return ()
+    out = []
+    for record, callback in store.pending_writes(GROUP_ID):
+        out.append(
+            Record(
+                {
+                    "kind": "Sync" if record.members else "Empty",
+                    "gen": world.gen(record.generation_id),
+                    "leader": world.ids.spec(record.leader_id) if record.leader_id else NO_MEMBER,
+                    "members": frozenset(world.ids.spec(m.member_id) for m in record.members),
+                    "plan": _plan_of(world, [m.assignment for m in record.members]),
+                    "stale": _callback_group(callback) is not world.group,
+                }
+            )
+        )
+    return tuple(out)
+
+
 def abstract_state(world: World, failover_history: bool | None = None) -> dict[str, TlaValue]:
     """The spec variables (all but lastAction) of the implementation's current state.
 
@@ -205,6 +238,7 @@ def abstract_state(world: World, failover_history: bool | None = None) -> dict[s
         "cassign": per_client(lambda v: frozenset(ids.spec(m) for m in v.assign)),
         "cwait": per_client(lambda v: ids.spec(v.wait)),
         "leaderLog": leader_log(world) if history else frozenset(),
+        "writes": writes_of(world),
     }
     return {name: state[name] for name in SPEC_VARIABLES}
 

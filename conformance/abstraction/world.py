@@ -17,6 +17,7 @@ from kgc.impl.coordinator import (
 )
 from kgc.impl.errors import Errors
 from kgc.impl.group import GroupMetadata, GroupState
+from kgc.impl.store import DeferredGroupStore
 
 
 @dataclass
@@ -140,6 +141,9 @@ class World:
         self.clock = self.driver.clock
         self.timer = self.driver.timer
         self.coordinator = self.driver.coordinator
+        if constants.store_async:
+            # The spec's StoreAsync: every append waits for a StoreCallback step.
+            self.coordinator.store = DeferredGroupStore(self.coordinator.store)
         self.clients: dict[str, ClientView] = {c: ClientView(c) for c in constants.clients}
         self.ids = IdMap()
         self.failovers = 0
@@ -237,6 +241,16 @@ class World:
         group = self.group
         if group is not None and group is not before:
             self.formed = (group, frozenset(group.members))
+
+    def deferred_store(self) -> DeferredGroupStore | None:
+        store = self.coordinator.store
+        return store if isinstance(store, DeferredGroupStore) else None
+
+    def complete_write(self, append_error: Errors) -> None:
+        """The spec's StoreCallback: acknowledge the oldest append of the group in flight."""
+        store = self.deferred_store()
+        if store is None or not store.complete_next(GROUP_ID, append_error):
+            raise AbstractionError("StoreCallback with no group-metadata append in flight")
 
     def advance_idle(self, ms: int) -> None:
         """Let time pass while no timer task is live: invisible to the spec (its `now` only

@@ -89,17 +89,7 @@ NOT_MODELLED = {
     "static-rejoin-in-stable-waits-for-the-store": "a static member (group.instance.id)",
     "static-rejoin-store-failure-reverts-to-the-old-member-id": "a static member (group.instance.id)",
     "static-unknown-instance-id-is-unknown-member": "a static member (group.instance.id)",
-    "store-callback-after-a-new-join-is-ignored": "the spec has no asynchronous group store yet",
-    "store-failed-empty-generation-write-is-only-logged": "the spec has no asynchronous group store yet",
     "store-failed-write-is-not-seen-by-a-load": "a static member (group.instance.id)",
-    "store-sync-append-kafka-storage-error-answers-not-coordinator": "the spec has no asynchronous group store yet",
-    "store-sync-append-message-too-large-answers-unknown-server-error": "the spec has no asynchronous group store yet",
-    "store-sync-append-not-enough-replicas-answers-coordinator-not-available": "the spec has no asynchronous group store yet",
-    "store-sync-append-not-leader-or-follower-answers-not-coordinator": "the spec has no asynchronous group store yet",
-    "store-sync-append-request-timed-out-answers-rebalance-in-progress": "the spec has no asynchronous group store yet",
-    "store-sync-append-unknown-topic-or-partition-answers-coordinator-not-available": "the spec has no asynchronous group store yet",
-    "store-sync-success-makes-the-group-stable": "the spec has no asynchronous group store yet",
-    "store-unload-while-the-leaders-write-is-in-flight": "the spec has no asynchronous group store yet",
 }
 
 
