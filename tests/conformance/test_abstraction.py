@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from kgc.conformance.abstraction import (
@@ -108,6 +110,49 @@ def test_leader_sync_installs_the_plan_and_stores_it() -> None:
     assert s["store"] == Record(
         {"exists": True, "gen": 1, "leader": 1, "members": frozenset({1, 2}), "plan": frozenset({1, 2})}
     )
+
+
+def test_store_async_leader_sync_waits_for_the_store_callback() -> None:
+    """StoreAsync: the leader's SyncGroup queues its append (writes) and the group stays
+    CompletingRebalance; StoreCallback with an error answers the parked syncs with storeGroup's
+    translation and rebalances; a write made before an unload is stale afterwards."""
+    k = replace(K, store_async=True)
+    w = World(k)
+    joined = (
+        act("JoinGroupUnknownMember", "c1"),
+        act("JoinGroupUnknownMember", "c2"),
+        act("InitialDelayedJoin"),
+        act("InitialDelayedJoin"),
+        act("SyncGroupFollower", "c2"),
+        act("SyncGroupLeader", "c1"),
+    )
+    s = run(w, *joined)
+    assert s["gstate"] == "CompletingRebalance" and s["awaitingSync"] == {1, 2} and s["plan"] == frozenset()
+    assert s["writes"] == (
+        Record(
+            {
+                "kind": "Sync",
+                "gen": 1,
+                "leader": 1,
+                "members": frozenset({1, 2}),
+                "plan": frozenset({1, 2}),
+                "stale": False,
+            }
+        ),
+    )
+    assert not_enabled(w, act("StoreCallback")) is None
+    res = apply_action(w, Record({**act("StoreCallback"), "append": "REQUEST_TIMED_OUT"}))
+    assert res.last_action["resp"] == "REBALANCE_IN_PROGRESS" and res.last_action["gen"] == 1
+    s = abstract_state(w)
+    assert s["writes"] == () and s["gstate"] == "PreparingRebalance" and s["store"]["exists"] is False
+    assert dict(s["cphase"]) == {C1: "Unjoined", C2: "Unjoined"}
+    assert not_enabled(w, act("StoreCallback")) == "no group-metadata append in flight"
+
+    w = World(k)
+    s = run(w, *joined, act("GroupUnload"))
+    assert [x["stale"] for x in s["writes"]] == [True]
+    s = run(w, Record({**act("StoreCallback"), "resp": "NONE"}))
+    assert s["writes"] == () and s["store"]["gen"] == 1 and s["gstate"] == "Dead"
 
 
 def test_unload_makes_timers_stale_with_the_members_and_flag_of_that_moment() -> None:
