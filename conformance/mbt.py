@@ -21,11 +21,14 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kgc.conformance.abstraction import (
+    NO_MEMBER,
+    SPEC_VARIABLES,
     TIMER_STEPS,
     AbstractionError,
     SpecConstants,
@@ -36,6 +39,7 @@ from kgc.conformance.abstraction import (
     tie_to_fire,
     timer_record,
 )
+from kgc.conformance.abstraction.incremental import IncrementalAbstraction
 from kgc.conformance.faults import new_faults
 from kgc.conformance.recorded_trace import write_trace
 from kgc.conformance.recorder import RunRecorder
@@ -44,7 +48,7 @@ from kgc.impl.coordinator import GroupCoordinator
 from kgc.spec.itf import read_itf, write_itf
 from kgc.spec.jsonfile import InputError
 from kgc.spec.tlc_result import CheckResult, Outcome, Trace, TraceState
-from kgc.spec.values import TlaValue, format_value, parse_state, parse_value, sort_key
+from kgc.spec.values import Record, TlaValue, format_value, parse_state, parse_value, sort_key
 
 __all__ = [
     "ConformReport",
@@ -438,13 +442,22 @@ def _show(value: Any) -> str:
 
 
 def compare_states(
-    spec: Mapping[str, TlaValue], impl: Mapping[str, TlaValue], world: World, ops: Sequence[Any] = ()
+    spec: Mapping[str, TlaValue],
+    impl: Mapping[str, TlaValue],
+    world: World,
+    ops: Sequence[Any] = (),
+    since: tuple[Mapping[str, TlaValue], AbstractSet[str]] | None = None,
 ) -> list[tuple[str, str, str]]:
     """(variable, spec value, implementation value) for every variable that differs, in
-    REPORT_ORDER; timers made together in one step may be in either order (module doc)."""
+    REPORT_ORDER; timers made together in one step may be in either order (module doc).
+    `since` = (the spec state last compared equal, the implementation variables changed
+    since): a variable unchanged on both sides (the very same objects) is skipped."""
     out = []
+    before, changed = since if since is not None else ({}, _VARIABLES)
     for name in REPORT_ORDER:
         if name not in spec:
+            continue
+        if name not in changed and spec[name] is before.get(name):
             continue
         s, i = spec[name], impl.get(name)
         if name == "timers":
@@ -528,7 +541,9 @@ def _follow(
     if not states:
         return outcome
     try:
-        diffs = compare_states(states[0], abstract_state(world), world, world.ops)
+        abstraction = recorder.abstraction if recorder is not None else IncrementalAbstraction(world)
+        impl = abstraction.state if recorder is not None else abstraction.update()
+        diffs = compare_states(states[0], _conform_view(impl, world), world, world.ops)
         if diffs:
             outcome.divergence = Divergence(0, "Init", *diffs[0])
             return outcome
@@ -564,8 +579,13 @@ def _follow(
                     n, describe_action(la), "(internal error)", "none", faults[0], tuple(res.requests)
                 )
                 return outcome
-            impl = abstract_state(world)
-            diffs = compare_states(spec_after, impl, world, world.ops)
+            impl = abstraction.state if recorder is not None else abstraction.update(name)
+            # a variable the step left as it was (the same object) equals the spec's value
+            # before the step, already compared: skip it when the spec's value is that same
+            # parsed object too (one value memo per TLC run shares unchanged values)
+            diffs = compare_states(
+                spec_after, _conform_view(impl, world), world, world.ops, (spec_before, abstraction.changed)
+            )
             diffs += _action_diff(la, res)
             if diffs:
                 outcome.divergence = Divergence(
@@ -576,6 +596,18 @@ def _follow(
     except AbstractionError as e:
         outcome.error = f"{type(e).__name__}: {e}"
     return outcome
+
+
+def _conform_view(impl: dict[str, TlaValue], world: World) -> dict[str, TlaValue]:
+    """A recording keeps store and leaderLog whatever the model (kgc validate's module allows
+    a failover); a model without failovers has the spec's empty ones."""
+    if world.k.max_failovers > 0 or (not impl["store"]["exists"] and not impl["leaderLog"]):
+        return impl
+    return {**impl, "store": _NO_STORE, "leaderLog": frozenset()}
+
+
+_VARIABLES = frozenset(SPEC_VARIABLES)
+_NO_STORE = Record({"exists": False, "gen": 0, "leader": NO_MEMBER, "members": frozenset(), "plan": frozenset()})
 
 
 def _action_diff(la: Mapping[str, Any], res: StepResult) -> list[tuple[str, str, str]]:

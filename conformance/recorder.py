@@ -45,6 +45,7 @@ from kgc.conformance.abstraction import (
     not_enabled,
     timer_record,
 )
+from kgc.conformance.abstraction.incremental import IncrementalAbstraction
 from kgc.conformance.faults import new_faults
 from kgc.conformance.recorded_trace import RecordedTrace, TraceConstants
 from kgc.impl.coordinator import GroupCoordinator, LeaveMemberIdentity
@@ -157,6 +158,8 @@ class RunRecorder:
             member_id_seed=self.member_id_seed,
             observers=(self.events, self.observer),
         )
+        # one abstraction per step, shared with kgc conform --record (mbt._follow)
+        self.abstraction = IncrementalAbstraction(self.world, failover_history=True)
         self._append(INIT_ACTION, "initial state")
 
     # -- recording ----------------------------------------------------------------------------
@@ -165,7 +168,7 @@ class RunRecorder:
         return self.states[-1]
 
     def _append(self, la: Record, origin: str) -> dict[str, Any]:
-        state = abstract_state(self.world, failover_history=True)
+        state = dict(self.abstraction.update(str(la["name"])))
         state["timers"] = tuple(t for _, t in self._spec_order())
         state["lastAction"] = la
         self.states.append(state)

@@ -298,6 +298,7 @@ def apply_action(world: World, la: Mapping[str, Any], fire: Any = None) -> StepR
     view = world.clients.get(c)
     flag = bool(la.get("flag", False))
     ids_before = world.ids.seen
+    tokens_before = world._tokens
     clock_before = world.clock.now_ms()
     pre_member, pre_gen = _action_member_gen(world, name, view)
     if name == "Init":
@@ -340,7 +341,8 @@ def apply_action(world: World, la: Mapping[str, Any], fire: Any = None) -> StepR
         raise UnknownAction(f"no implementation mapping for spec action {name!r}")
     if world.step_response is not None:
         res.response = response_error(world.step_response)
-    world.observe()
+    if name not in VIEW_ONLY_ACTIONS or world._tokens != tokens_before:
+        world.observe()  # a client event on its own view creates no id and no timer
     if name in TIMER_STEPS and res.fired is not None:
         pre_member, pre_gen = res.fired["member"], res.fired["gen"]
     if name == "StoreCallback":
@@ -398,6 +400,10 @@ def normalized_last_action(la: Record) -> Record:
     lastAction splits as few states as possible."""
     return Record({**la, "gen": NO_GEN, "resp": "", "dt": 1 if la["dt"] > 0 else 0})
 
+
+#: The spec actions apply_action performs on the acting client's view alone: no request, no
+#: clock move (the incremental abstraction reuses the coordinator's variables after them).
+VIEW_ONLY_ACTIONS = frozenset({"ClientCrash", "NoIdLeft", "ClientRestart", "ClientAbandon", "ClientRejoin"})
 
 _NOT_REQUESTS = TIMER_STEPS | {"AdvanceTime", "GroupUnload", "GroupLoad", "StoreCallback"}
 

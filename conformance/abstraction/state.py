@@ -9,7 +9,7 @@ from typing import Any
 
 from kgc.conformance.abstraction.constants import GROUP_ID, NO_GEN, NO_MEMBER, SPEC_VARIABLES, AbstractionError
 from kgc.conformance.abstraction.ids import decode_plan
-from kgc.conformance.abstraction.world import ClientView, World
+from kgc.conformance.abstraction.world import World
 from kgc.impl.delayed import DelayedHeartbeat, DelayedJoin, DelayedSync, InitialDelayedJoin
 from kgc.impl.group import GroupMetadata, GroupState
 from kgc.spec.values import ModelValue, Record, TlaFunction, TlaValue
@@ -165,22 +165,42 @@ def writes_of(world: World) -> tuple[Record, ...]:
     return tuple(out)
 
 
-def abstract_state(world: World, failover_history: bool | None = None) -> dict[str, TlaValue]:
-    """The spec variables (all but lastAction) of the implementation's current state.
+#: The client variables: each is, per spec client, a function of one ClientView field (the
+#: field's name, what the incremental abstraction keys its cache on) converted to spec values.
+CLIENT_VARIABLES: dict[str, tuple[str, Callable[[World, Any], TlaValue]]] = {
+    "cphase": ("phase", lambda w, x: x),
+    "cmember": ("member", lambda w, x: w.ids.spec(x)),
+    "cgen": ("gen", lambda w, x: w.gen(x)),
+    "cleader": ("leader", lambda w, x: x),
+    "cmembers": ("members", lambda w, x: frozenset(w.ids.spec(m) for m in x)),
+    "cassign": ("assign", lambda w, x: frozenset(w.ids.spec(m) for m in x)),
+    "cwait": ("wait", lambda w, x: w.ids.spec(x)),
+}
 
-    `failover_history`: whether store and leaderLog are kept, as the spec keeps them only
-    when MaxFailovers > 0 (the default follows the world's constants; kgc validate's module
-    always allows a failover, so recordings for it keep them)."""
-    history = world.k.max_failovers > 0 if failover_history is None else failover_history
+
+def client_variable(world: World, name: str, raws: tuple[Any, ...] | None = None) -> TlaFunction:
+    """One client variable (CLIENT_VARIABLES) as the spec's function of the clients;
+    `raws`: the field of each client in world.k.clients order, when already read."""
+    field, value = CLIENT_VARIABLES[name]
+    if raws is None:
+        raws = tuple(getattr(world.clients[c], field) for c in world.k.clients)
+    return TlaFunction((ModelValue(c), value(world, x)) for c, x in zip(world.k.clients, raws))
+
+
+def history_kept(world: World, failover_history: bool | None) -> bool:
+    """Whether store and leaderLog are kept: as the spec keeps them only when MaxFailovers > 0
+    (the default follows the world's constants; kgc validate's module always allows a
+    failover, so recordings for it keep them)."""
+    return world.k.max_failovers > 0 if failover_history is None else failover_history
+
+
+def coordinator_variables(world: World, history: bool) -> dict[str, TlaValue]:
+    """Every spec variable read from the coordinator, its clock and timer and the driver's
+    ghost history: all but the client variables (CLIENT_VARIABLES) and lastAction.
+    Registers new member ids first (world.observe), as the client variables need them."""
     ops = world.observe()
     ids = world.ids
     group = world.group
-    clients = [ModelValue(c) for c in world.k.clients]
-    views = [world.clients[c] for c in world.k.clients]
-
-    def per_client(get: Callable[[ClientView], Any]) -> TlaFunction:
-        return TlaFunction((mv, get(v)) for mv, v in zip(clients, views))
-
     if group is not None:
         members = list(group.members.values())
         gen = group.generation_id
@@ -221,8 +241,7 @@ def abstract_state(world: World, failover_history: bool | None = None) -> dict[s
             "genLeaders": empty,
             "genMembers": empty,
         }
-
-    state: dict[str, TlaValue] = {
+    return {
         "now": _units(world, world.clock.now_ms(), "the clock"),
         "timers": tuple(timer_record(world, op) for op in ops),
         "loaded": world.coordinator.is_coordinator_for(GROUP_ID),
@@ -230,16 +249,18 @@ def abstract_state(world: World, failover_history: bool | None = None) -> dict[s
         "nextId": len(ids) + 1,
         "store": _store(world, history),
         "failovers": world.failovers,
-        "cphase": per_client(lambda v: v.phase),
-        "cmember": per_client(lambda v: ids.spec(v.member)),
-        "cgen": per_client(lambda v: world.gen(v.gen)),
-        "cleader": per_client(lambda v: v.leader),
-        "cmembers": per_client(lambda v: frozenset(ids.spec(m) for m in v.members)),
-        "cassign": per_client(lambda v: frozenset(ids.spec(m) for m in v.assign)),
-        "cwait": per_client(lambda v: ids.spec(v.wait)),
         "leaderLog": leader_log(world) if history else frozenset(),
         "writes": writes_of(world),
     }
+
+
+def abstract_state(world: World, failover_history: bool | None = None) -> dict[str, TlaValue]:
+    """The spec variables (all but lastAction) of the implementation's current state, each
+    computed in full (the reference the incremental abstraction, incremental.py, is checked
+    against). `failover_history`: see history_kept."""
+    state = coordinator_variables(world, history_kept(world, failover_history))
+    for name in CLIENT_VARIABLES:
+        state[name] = client_variable(world, name)
     return {name: state[name] for name in SPEC_VARIABLES}
 
 
