@@ -127,6 +127,7 @@ class TlcJob:
     timeout: float | None = None
     max_heap: str | None = None
     tlc_options: Sequence[str] = ()
+    jvm_options: Sequence[str] = ()
     display_paths: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -153,7 +154,7 @@ def make_run_dir(base: Path, model: str) -> Path:
 
 
 def tlc_command(job: TlcJob, java: Path, jar: Path, run_dir: Path) -> list[str]:
-    command = [str(java), "-XX:+UseParallelGC", "-XX:-UsePerfData"]
+    command = [str(java), "-XX:+UseParallelGC", "-XX:-UsePerfData", *job.jvm_options]
     if job.max_heap:
         command.append(f"-Xmx{job.max_heap}")
     command += [

@@ -113,3 +113,15 @@ def test_job_rejects_bad_options(bad: dict[str, object]) -> None:
 def test_unknown_model_lists_the_known_ones() -> None:
     with pytest.raises(ModelNotFoundError, match="Values"):
         resolve_model("Nope", SPEC)
+
+
+@pytest.mark.usefixtures("spec_snapshot")
+def test_jvm_options_reach_the_jvm(tmp_path: Path) -> None:
+    """TlcJob.jvm_options go to java before the class path (the pipeline's simulate runs
+    use -XX:TieredStopAtLevel=1): a valid one runs, an unknown one stops the JVM."""
+    fast = run_tlc(job_for("Ok", jvm_options=("-XX:TieredStopAtLevel=1",)), tmp_path / "c1")
+    assert fast.outcome is Outcome.PASSED and fast.distinct_states == 24
+    cmd = (tmp_path / "c1" / "tlc.cmd").read_text()
+    assert cmd.index("-XX:TieredStopAtLevel=1") < cmd.index(" -cp ")
+    bad = run_tlc(job_for("Ok", jvm_options=("-XX:+NoSuchKgcOption",)), tmp_path / "bad")
+    assert bad.outcome is not Outcome.PASSED
