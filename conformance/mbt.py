@@ -535,13 +535,16 @@ def _follow(
     world: World,
     recorder: RunRecorder | None,
     on_step: Any | None = None,
+    incremental: bool = True,
 ) -> TraceOutcome:
     total = len(states) - 1
     outcome = TraceOutcome(str(path), 0, total)
     if not states:
         return outcome
     try:
-        abstraction = recorder.abstraction if recorder is not None else IncrementalAbstraction(world)
+        abstraction = (
+            recorder.abstraction if recorder is not None else IncrementalAbstraction(world, rebuild=not incremental)
+        )
         impl = abstraction.state if recorder is not None else abstraction.update()
         diffs = compare_states(states[0], _conform_view(impl, world), world, world.ops)
         if diffs:
@@ -640,13 +643,15 @@ def conform_states(
     coordinator_class: type[GroupCoordinator] = GroupCoordinator,
     on_step: Any | None = None,
     check_shape: bool = True,
+    incremental: bool = True,
 ) -> tuple[TraceOutcome, World | None]:
     """conform_trace for states already in memory (the Spark pipeline parses TLC's simulate
     output straight into them, skipping the ITF file). `on_step(action name, group state
     before, StepResult)` is called after each step the implementation performed, for coverage.
     Returns the outcome and the world as the run left it (None when it could not start).
     `check_shape=False` skips the schema check, for traces TLC just drew from the model itself
-    (the first of a run is still checked by the caller)."""
+    (the first of a run is still checked by the caller). `incremental=False` rebuilds the whole
+    abstract state every step (the baseline of kgc bench pipeline)."""
     try:
         world = World(constants, coordinator_class)
         if states and check_shape:
@@ -655,7 +660,7 @@ def conform_states(
         return TraceOutcome(name, 0, 0, error=f"{e.place}: {e.message}" if e.place else e.message), None
     except Exception as e:  # noqa: BLE001 - a bad trace is reported, not raised
         return TraceOutcome(name, 0, 0, error=f"{type(e).__name__}: {e}"), None
-    return _follow(name, states, world, None, on_step), world
+    return _follow(name, states, world, None, on_step, incremental), world
 
 
 def itf_files(paths: Iterable[Path]) -> list[Path]:
