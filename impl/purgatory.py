@@ -15,10 +15,15 @@ watcher map are not needed; the ordering of checks in ``try_complete_else_watch`
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from operator import itemgetter
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from kgc.impl.timer import COMPACT_MIN_DEAD, SystemTimer, TimerTask
+
+# The watch keys are tuples, which a compiled (mypyc) class cannot subclass: they live in a
+# module that is never compiled, and are re-exported here where they have always been.
+from kgc.impl.watch_keys import GroupJoinKey, GroupSyncKey, MemberKey
 
 __all__ = [
     "DelayedOperation",
@@ -29,63 +34,7 @@ __all__ = [
 ]
 
 
-# Watch keys. They are hashed on every watch and check, so they are tuples (hashed and compared
-# in C) rather than dataclasses (a Python-level __hash__ per dict operation); the leading tag
-# keeps keys of different kinds unequal. Immutable, with named fields, like frozen dataclasses.
-
-
-class GroupJoinKey(tuple):
-    """Watch key of a group's DelayedJoin (Kafka's GroupJoinKey)."""
-
-    __slots__ = ()
-
-    def __new__(cls, group_id: str) -> GroupJoinKey:
-        return tuple.__new__(cls, ("join", group_id))
-
-    group_id = property(itemgetter(1))
-
-    def __getnewargs__(self) -> tuple[str]:
-        return (self[1],)
-
-    def __repr__(self) -> str:
-        return f"GroupJoinKey(group_id={self[1]!r})"
-
-
-class GroupSyncKey(tuple):
-    """Watch key of a group's DelayedSync (Kafka's GroupSyncKey)."""
-
-    __slots__ = ()
-
-    def __new__(cls, group_id: str) -> GroupSyncKey:
-        return tuple.__new__(cls, ("sync", group_id))
-
-    group_id = property(itemgetter(1))
-
-    def __getnewargs__(self) -> tuple[str]:
-        return (self[1],)
-
-    def __repr__(self) -> str:
-        return f"GroupSyncKey(group_id={self[1]!r})"
-
-
-class MemberKey(tuple):
-    """Watch key of a member's DelayedHeartbeat (Kafka's MemberKey)."""
-
-    __slots__ = ()
-
-    def __new__(cls, group_id: str, member_id: str) -> MemberKey:
-        return tuple.__new__(cls, ("member", group_id, member_id))
-
-    group_id = property(itemgetter(1))
-    member_id = property(itemgetter(2))
-
-    def __getnewargs__(self) -> tuple[str, str]:
-        return (self[1], self[2])
-
-    def __repr__(self) -> str:
-        return f"MemberKey(group_id={self[1]!r}, member_id={self[2]!r})"
-
-
+@mypyc_attr(allow_interpreted_subclasses=True)
 class DelayedOperation(TimerTask):
     """An operation completed at most once, by whoever gets to ``force_complete`` first.
 

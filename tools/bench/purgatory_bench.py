@@ -411,14 +411,19 @@ def run_purgatory_bench(
 
 
 def _impl_sources() -> dict[str, str]:
-    """sha256 of the timer and purgatory sources measured: they change while being optimised."""
+    """sha256 of the timer and purgatory sources measured (they change while being optimised),
+    and whether they ran compiled (kgc.impl.native; a compiled module's __file__ is not its
+    source, so the sources are read from kgc.impl's folder)."""
     import hashlib
-    import importlib
 
+    import kgc.impl
+    import kgc.impl.native
+
+    folder = Path(kgc.impl.native.__file__).resolve().parent
     out = {}
-    for name in ("kgc.impl.timer", "kgc.impl.purgatory"):
-        path = importlib.import_module(name).__file__
-        out[name] = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16] if path else "?"
+    for name in ("timer", "purgatory"):
+        out[f"kgc.impl.{name}"] = hashlib.sha256((folder / f"{name}.py").read_bytes()).hexdigest()[:16]
+    out["compiled"] = "mypyc" if kgc.impl.COMPILED else "no"
     return out
 
 

@@ -1,0 +1,290 @@
+"""The mypyc-compiled timer and purgatory against the pure-Python sources (kgc.impl.native).
+
+The compiled modules are what the coordinator runs when scripts/setup.sh could build them, so
+they must behave exactly like the sources: the same firing order (deadline, add order), the
+same completions, expirations, cancellations, purges and counts on random programs. Both are
+loaded in one process -- the sources under their own names, just for this comparison -- and
+Hypothesis drives the same program through each. Where no compiler is present the "compiled"
+side is the sources again, and test_the_compiled_modules_are_loaded_when_they_can_be (slow, run
+by CI after setup) says so.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import kgc.impl
+import kgc.impl.native as native
+from kgc.impl import purgatory as loaded_purgatory
+from kgc.impl import timer as loaded_timer
+from kgc.impl.clock import VirtualClock
+
+ROOT = Path(__file__).resolve().parents[2]
+IMPL = Path(native.__file__).resolve().parent
+
+
+def _load_sources() -> tuple[ModuleType, ModuleType]:
+    """timer.py and purgatory.py from source, whatever kgc.impl loaded; purgatory bound to the
+    source timer. sys.modules is restored afterwards, so nothing else sees them."""
+    names = ("kgc.impl.timer", "kgc.impl.purgatory")
+    saved = {n: sys.modules.pop(n) for n in names if n in sys.modules}
+    try:
+        mods = []
+        for n in names:
+            spec = importlib.util.spec_from_file_location(n, IMPL / f"{n.rsplit('.', 1)[1]}.py")
+            assert spec is not None and spec.loader is not None
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules[n] = mod
+            spec.loader.exec_module(mod)
+            mods.append(mod)
+        return mods[0], mods[1]
+    finally:
+        for n in names:
+            sys.modules.pop(n, None)
+        sys.modules.update(saved)
+
+
+PURE_TIMER, PURE_PURGATORY = _load_sources()
+SIDES = {
+    "loaded": (loaded_timer, loaded_purgatory),
+    "source": (PURE_TIMER, PURE_PURGATORY),
+}
+
+
+def test_the_comparison_really_has_two_sides_when_compiled():
+    assert PURE_TIMER.SystemTimer is not loaded_timer.SystemTimer
+    if kgc.impl.COMPILED:
+        assert not hasattr(loaded_timer.SystemTimer.add, "__code__")  # a compiled method
+        assert hasattr(PURE_TIMER.SystemTimer.add, "__code__")
+    assert issubclass(PURE_PURGATORY.DelayedOperation, PURE_TIMER.TimerTask)
+
+
+def _operation_class(purgatory_module: ModuleType) -> type:
+    class Op(purgatory_module.DelayedOperation):  # type: ignore[name-defined,misc]
+        """Completable once its key is marked ready; records every callback."""
+
+        def __init__(self, delay_ms: int, key: int, world: dict) -> None:
+            super().__init__(delay_ms)
+            self.key = key
+            self.world = world
+            self.serial = len(world["log"]) * 1_000 + world.setdefault("made", 0)  # unique, same on both sides
+            world["made"] += 1
+
+        def try_complete(self) -> bool:
+            if self.key in self.world["ready"]:
+                return self.force_complete()
+            return False
+
+        def on_complete(self) -> None:
+            self.world["log"].append(("complete", self.serial, self.world["clock"].now_ms()))
+
+        def on_expiration(self) -> None:
+            w = self.world
+            w["log"].append(("expire", self.serial, w["clock"].now_ms()))
+            if self.key % 7 == 3:  # an expiry that schedules more work, counted from its deadline
+                w["spawn"](self.key + 1_000_000, 5)
+
+    return Op
+
+
+# A program: steps over a small key space, so keys collide (multi-op keys, re-watching).
+STEP = st.one_of(
+    st.tuples(st.just("watch"), st.integers(0, 40), st.sampled_from([0, 1, 3, 19, 20, 21, 399, 400, 8_000, 10**7])),
+    st.tuples(st.just("watch2"), st.integers(0, 40), st.integers(0, 40), st.integers(-3, 600)),
+    st.tuples(st.just("burst"), st.integers(0, 40), st.integers(32, 120), st.integers(0, 30_000), st.booleans()),
+    st.tuples(st.just("ready"), st.integers(0, 40)),
+    st.tuples(st.just("check"), st.integers(0, 40)),
+    st.tuples(st.just("cancel"), st.integers(0, 40)),
+    st.tuples(st.just("force"), st.integers(0, 300)),
+    st.tuples(st.just("advance"), st.sampled_from([0, 1, 2, 19, 20, 21, 400, 5_000, 10**6, 10**7])),
+    st.tuples(st.just("fire_next")),
+)
+
+
+def run(side: str, program: list[tuple], start: int, tick: int, wheel: int) -> list:
+    """Runs ``program`` on one side; returns everything observable, step by step."""
+    timer_mod, purgatory_mod = SIDES[side]
+    clock = VirtualClock(start)
+    timer = timer_mod.SystemTimer(clock, tick, wheel)
+    purgatory = purgatory_mod.DelayedOperationPurgatory("p", timer, purge_interval=8)
+    Op = _operation_class(purgatory_mod)
+    world: dict = {"ready": set(), "log": [], "clock": clock}
+    ops: list = []
+
+    def spawn(key: int, delay: int) -> None:
+        op = Op(delay, key, world)
+        ops.append(op)
+        purgatory.try_complete_else_watch(op, [key])
+
+    world["spawn"] = spawn
+    seen: list = []
+    for step in program:
+        kind = step[0]
+        out: object = None
+        if kind == "watch":
+            op = Op(step[2], step[1], world)
+            ops.append(op)
+            out = purgatory.try_complete_else_watch(op, [step[1]])
+        elif kind == "watch2":
+            op = Op(step[3], step[1], world)
+            ops.append(op)
+            out = purgatory.try_complete_else_watch(op, [step[1], step[2]])
+        elif kind == "burst":
+            # one deadline, three keys: readying two of them leaves a bucket mostly dead
+            for i in range(step[2]):
+                op = Op(step[3], step[1] + i % 3, world)
+                ops.append(op)
+                purgatory.try_complete_else_watch(op, [step[1] + i % 3])
+            if step[4]:  # thin it at once: compaction with live entries left behind
+                for key in (step[1], step[1] + 1):
+                    world["ready"].add(key)
+                    purgatory.check_and_complete(key)
+        elif kind == "ready":
+            world["ready"].add(step[1])
+        elif kind == "check":
+            out = purgatory.check_and_complete(step[1])
+        elif kind == "cancel":
+            out = [o.key for o in purgatory.cancel_for_key(step[1])]
+        elif kind == "force" and ops:
+            out = ops[step[1] % len(ops)].force_complete()
+        elif kind == "advance":
+            out = timer.advance_to(clock.now_ms() + step[1])
+        elif kind == "fire_next":
+            out = timer.fire_next()
+        seen.append(
+            (
+                out,
+                clock.now_ms(),
+                timer.size(),
+                timer.next_deadline_ms(),
+                [t.serial for t in timer.live_tasks()],
+                purgatory.num_delayed(),
+                purgatory.watched(),
+                sorted(purgatory.watch_keys()),
+            )
+        )
+    timer.advance_to(clock.now_ms() + 10**8)
+    seen.append((timer.size(), purgatory.num_delayed()))
+    return [world["log"], seen]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    program=st.lists(STEP, max_size=60),
+    start=st.sampled_from([0, 7, 10**9 + 13]),
+    shape=st.sampled_from([(1, 20), (1, 2), (3, 4), (10, 20)]),
+)
+def test_compiled_and_source_modules_fire_and_complete_identically(program, start, shape):
+    assert run("loaded", program, start, *shape) == run("source", program, start, *shape)
+
+
+@pytest.mark.parametrize("side", list(SIDES))
+def test_a_mostly_completed_bucket_compacts_the_same_way(side):
+    timer_mod, purgatory_mod = SIDES[side]
+    clock = VirtualClock()
+    timer = timer_mod.SystemTimer(clock)
+    Op = _operation_class(purgatory_mod)
+    world: dict = {"ready": set(), "log": [], "clock": clock, "spawn": lambda key, delay: None}
+    ops = [Op(300, i, world) for i in range(500)]
+    for op in ops:
+        timer.add(op)
+    bucket = ops[0]._bucket
+    for op in ops[::2] + ops[1::4]:
+        op.force_complete()
+    assert len(bucket.entries) < 500 and bucket.dead * 2 <= len(bucket.entries)
+    assert [t.key for t in timer.live_tasks()] == [i for i in range(500) if i % 4 == 3]
+    world["log"].clear()
+    timer.advance_to(300)
+    assert [ops[i].serial for i in range(500) if i % 4 == 3] == [s for kind, s, _ in world["log"] if kind == "expire"]
+
+
+def test_a_stale_or_missing_build_is_never_loaded(tmp_path, monkeypatch):
+    """kgc.impl.native loads the extensions only when the stamp matches the sources."""
+    monkeypatch.setattr(native, "NATIVE_DIR", tmp_path)
+    assert native.native_path() is None  # nothing built
+    (tmp_path / native.STAMP).write_text('{"sources": {"timer.py": "0", "purgatory.py": "0"}}')
+    assert native.native_path() is None  # built from other sources
+    current = {n: native.source_digest(IMPL / n) for n in native.COMPILED_MODULES}
+    import json
+
+    (tmp_path / native.STAMP).write_text(json.dumps({"sources": current}))
+    assert native.native_path() == str(tmp_path)
+    monkeypatch.setenv("KGC_PURE", "1")
+    assert native.native_path() is None
+    monkeypatch.setenv("KGC_PURE", "0")
+    assert native.native_path() == str(tmp_path)
+
+
+def _compiler_available() -> bool:
+    cc = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    headers = Path(sysconfig.get_paths()["include"]) / "Python.h"
+    return shutil.which(cc) is not None and headers.exists() and importlib.util.find_spec("mypyc") is not None
+
+
+@pytest.mark.slow
+def test_the_compiled_modules_are_loaded_when_they_can_be():
+    """CI runs scripts/setup.sh, which builds them: with a compiler here they must be in use."""
+    if not _compiler_available():
+        assert not kgc.impl.COMPILED
+        return
+    assert kgc.impl.COMPILED, "kgc.impl.timer/purgatory are not compiled: run python -m kgc.tools.build_native"
+    out = subprocess.run(
+        [sys.executable, "-c", "import kgc.impl; print(kgc.impl.COMPILED)"],
+        env={**os.environ, "KGC_PURE": "1"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip() == "False"
+
+
+@pytest.mark.slow
+def test_the_timer_and_purgatory_tests_pass_on_the_sources_too():
+    """The same test files, in the other mode (KGC_PURE=1 when this run is compiled)."""
+    env = {**os.environ, "KGC_PURE": "0" if os.environ.get("KGC_PURE", "") not in ("", "0") else "1"}
+    files = ["test_timer.py", "test_timer_buckets.py", "test_timer_live_tasks.py", "test_purgatory.py"]
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            *(str(ROOT / "tests" / "impl" / f) for f in files),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    assert " passed" in out.stdout and "failed" not in out.stdout
+
+
+@pytest.mark.slow
+def test_a_failed_build_says_why_in_one_line_and_keeps_the_current_build(tmp_path):
+    """No working compiler (CC pointing nowhere): exit 1, one line naming the modules."""
+    before = sorted(p.name for p in native.NATIVE_DIR.iterdir()) if native.NATIVE_DIR.exists() else []
+    out = subprocess.run(
+        [sys.executable, "-m", "kgc.tools.build_native", "--force"],
+        env={**os.environ, "CC": str(tmp_path / "no-such-cc"), "LDSHARED": str(tmp_path / "no-such-cc") + " -shared"},
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 1
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("build_native: could not compile kgc.impl.timer/purgatory")
+    after = sorted(p.name for p in native.NATIVE_DIR.iterdir()) if native.NATIVE_DIR.exists() else []
+    assert after == before
