@@ -38,6 +38,9 @@ class _CoordinatorOperation(DelayedOperation):
     """Reports its own expiry to the coordinator before the expiry takes effect."""
 
     timer_kind = "delayed"
+    # Slots, not a __dict__: an operation is made per request, and slot reads stay fast on a
+    # subclass of the compiled DelayedOperation (kgc.impl.native), where __dict__ reads do not.
+    __slots__ = ("coordinator", "group")
 
     def __init__(self, coordinator: GroupCoordinator, group: GroupMetadata, delay_ms: int) -> None:
         DelayedOperation.__init__(
@@ -60,6 +63,7 @@ class DelayedJoin(_CoordinatorOperation):
     """Completes when every known member has rejoined, or at the rebalance timeout."""
 
     timer_kind = "join"
+    __slots__ = ()
 
     def try_complete(self) -> bool:
         return self.coordinator.try_complete_join(self.group, self.force_complete)
@@ -76,6 +80,7 @@ class InitialDelayedJoin(DelayedJoin):
     arriving, never longer in total than the rebalance timeout (`remaining_ms`)."""
 
     timer_kind = "initial_join"
+    __slots__ = ("configured_rebalance_delay_ms", "remaining_ms")
 
     def __init__(
         self,
@@ -98,6 +103,8 @@ class InitialDelayedJoin(DelayedJoin):
 
 class DelayedHeartbeat(_CoordinatorOperation):
     """A member's session timeout (or a pending member's, or a new member's join timeout)."""
+
+    __slots__ = ("member_id", "is_pending")
 
     def __init__(
         self, coordinator: GroupCoordinator, group: GroupMetadata, member_id: str, is_pending: bool, timeout_ms: int
@@ -129,6 +136,7 @@ class DelayedSync(_CoordinatorOperation):
     timeout are removed and a new rebalance starts (added in Kafka 3.x)."""
 
     timer_kind = "sync"
+    __slots__ = ("generation_id",)
 
     def __init__(
         self, coordinator: GroupCoordinator, group: GroupMetadata, generation_id: int, rebalance_timeout_ms: int
