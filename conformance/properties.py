@@ -40,6 +40,8 @@ __all__ = [
     "StableRebalanceOnlyByTrigger",
     "TimersOrdered",
     "TypeOK",
+    "OneOwnerPerInstanceId",
+    "MemberIdSurvivesReload",
 ]
 
 State = Mapping[str, Any]
@@ -69,6 +71,8 @@ class Constants:
     max_group_size: int | None = None
     max_failovers: int | None = None
     clients: frozenset[Any] | None = None
+    #: clients configured with a group.instance.id (the spec's Instances, flattened)
+    static_clients: frozenset[Any] = frozenset()
 
 
 def _get(s: State, name: str) -> Any:
@@ -159,8 +163,11 @@ def TypeOK(s: State, k: Constants) -> list[str]:
     for name in ("members", "pending", "plan"):
         subset(name, ids)
     members = set(_get(s, "members"))
-    for name in ("awaitingJoin", "awaitingSync", "newMembers", "pendingSync"):
+    for name in ("awaitingJoin", "awaitingSync", "newMembers"):
         subset(name, members)
+    # A replaced static member's old id stays in pendingSyncMembers (replaceStaticMember).
+    static_ids = {m for m, i in s.get("minstance", {}).items() if i}
+    subset("pendingSync", members | static_ids)
     common = members & set(_get(s, "pending"))
     need(not common, f"members and pending share {_show(common)}")
     need(isinstance(_get(s, "newMemberAdded"), bool), "newMemberAdded not a boolean")
@@ -230,6 +237,8 @@ def SingleLeaderPerGeneration(s: State, k: Constants) -> list[str]:
                 and m in members
                 and s["cgen"][c] == gen
                 and s["cleader"][c] != (m == leader)
+                # a static leader rejoining a Stable group before v9 is told the old leader id
+                and not (m == leader and c in k.static_clients and s["gstate"] == "Stable")
             ):
                 bad.append(
                     f"client {c} (member {m}) believes leader={s['cleader'][c]}, coordinator's leader is {leader}"
@@ -273,8 +282,11 @@ def GroupSizeBounded(s: State, k: Constants) -> list[str]:
     aj = _get(s, "awaitingJoin")
     if len(aj) > k.max_group_size:
         bad.append(f"{len(aj)} members awaiting join > MaxGroupSize {k.max_group_size}")
-    if s["gstate"] in ("CompletingRebalance", "Stable") and len(_get(s, "members")) > k.max_group_size:
-        bad.append(f"{len(s['members'])} members in {s['gstate']} > MaxGroupSize {k.max_group_size}")
+    # Static members are not counted: onCompleteJoin keeps those that did not rejoin.
+    minstance = s.get("minstance", {})
+    dynamic = [m for m in _get(s, "members") if not minstance.get(m)]
+    if s["gstate"] in ("CompletingRebalance", "Stable") and len(dynamic) > k.max_group_size:
+        bad.append(f"{len(dynamic)} dynamic members in {s['gstate']} > MaxGroupSize {k.max_group_size}")
     return bad
 
 
@@ -417,7 +429,8 @@ def _stable_rebalance_trigger(s: State, t: State, la: Mapping[str, Any]) -> bool
         return member in members and member not in members2
     if name == "DelayedSyncExpiry":
         ps = _get(s, "pendingSync")
-        return bool(ps) and ps <= members
+        static_ids = {m for m, i in s.get("minstance", {}).items() if i}
+        return bool(ps) and ps <= members | static_ids
     return False
 
 
@@ -431,6 +444,51 @@ def StableRebalanceOnlyByTrigger(s: State, t: State, k: Constants) -> list[str]:
     if _stable_rebalance_trigger(s, t, la):
         return []
     return [f"Stable -> PreparingRebalance by {la['name']} (member {la['member']}), not one of Kafka's triggers"]
+
+
+def OneOwnerPerInstanceId(s: State, k: Constants) -> list[str]:
+    """At most one member per group.instance.id, the one staticMembers names (GroupMetadata.add,
+    replaceStaticMember and remove keep the two in step)."""
+    if not _live(s) or "staticMembers" not in s:
+        # a state without the static-membership variables (the abstraction of a run with
+        # dynamic members only does not carry them yet) names no instance id
+        return []
+    static, minstance, members = _get(s, "staticMembers"), _get(s, "minstance"), _get(s, "members")
+    bad = []
+    for inst, owner in static.items():
+        holders = {m for m in members if minstance.get(m) == inst}
+        if not holders <= ({owner} - {NO_MEMBER}):
+            bad.append(f"instance {_show(inst)} is held by members {_show(holders)}, staticMembers names {owner}")
+        if owner != NO_MEMBER and (owner not in members or minstance.get(owner) != inst):
+            bad.append(f"staticMembers names {owner} for instance {_show(inst)}, not a member of it")
+    return bad
+
+
+def MemberIdSurvivesReload(s: State, k: Constants) -> list[str]:
+    """Every member of the Stable, stored generation that a client holds is in the store (with
+    its instance id): a reload restores exactly the store."""
+    if not (k.max_failovers and _live(s) and s["gstate"] == "Stable"):
+        return []
+    st = _get(s, "store")
+    gen, members = _get(s, "generation"), _get(s, "members")
+    if not (st["exists"] and st["gen"] == gen):
+        return []
+    # without static-membership variables every member is dynamic
+    minstance, stored_static = s.get("minstance", {}), s.get("storeStatic", {})
+    bad = []
+    for c in _clients(s, k):
+        m = s["cmember"][c]
+        if s["cphase"][c] in ("Joined", "SyncWait", "Stable") and m in members and s["cgen"][c] == gen:
+            if m not in st["members"]:
+                bad.append(
+                    f"client {c} holds member {m} of stored generation {gen}; the store has {_show(st['members'])}"
+                )
+            inst = minstance.get(m)
+            if inst and stored_static.get(inst) != m:
+                bad.append(
+                    f"client {c} holds static member {m}; the store maps its instance to {stored_static.get(inst)}"
+                )
+    return bad
 
 
 def GenerationLeaderUniqueAcrossFailovers(s: State, k: Constants) -> list[str]:
@@ -460,6 +518,8 @@ INVARIANTS: dict[str, StateProperty] = {
     "AssignmentMatchesGenerationMembers": AssignmentMatchesGenerationMembers,
     "ParkedRequestAnsweredOnce": ParkedRequestAnsweredOnce,
     "OneSessionTimerPerMember": OneSessionTimerPerMember,
+    "OneOwnerPerInstanceId": OneOwnerPerInstanceId,
+    "MemberIdSurvivesReload": MemberIdSurvivesReload,
 }
 
 #: Properties Kafka 3.x itself does not have (spec/models/finding_*.cfg): checked only when

@@ -2,9 +2,11 @@
 (***************************************************************************)
 (* Kafka 3.7-3.9's classic group coordinator (the Scala one, in            *)
 (* core/src/main/scala/kafka/coordinator/group/) and its dynamic-member    *)
-(* clients, for ONE group.  Static membership (group.instance.id),         *)
-(* protocol selection and offset commits are left out: every member        *)
-(* supports the one protocol, so `supportsProtocols` always holds.         *)
+(* clients, for ONE group.  Static membership (group.instance.id) is in   *)
+(* its own section below (model parameters Instances, StaticSkipAssignment, *)
+(* both off by default).  Protocol selection and offset commits are left   *)
+(* out: every member supports the one protocol, so `supportsProtocols`     *)
+(* always holds.                                                           *)
 (*                                                                         *)
 (* Granularity.  One spec step is one request handled by the coordinator   *)
 (* (the client sending it is part of the step), one timer firing, or one   *)
@@ -109,6 +111,20 @@ Min(S) == CHOOSE x \in S : \A y \in S : x <= y
 Max0(x) == IF x < 0 THEN 0 ELSE x
 Smaller(a, b) == IF a < b THEN a ELSE b
 
+(* Static membership parameters.  Definitions, not CONSTANTS, so that      *)
+(* existing models need not name them; a model overrides them in its .cfg  *)
+(* (TLC replaces a definition given a value there), e.g. models/static.cfg. *)
+(* Instances: the group.instance.id values, each written as the set of the *)
+(* clients configured with it (two clients sharing one are a restarted     *)
+(* consumer and its zombie, the case FENCED_INSTANCE_ID exists for); a     *)
+(* client in none is dynamic.  StaticSkipAssignment: the                   *)
+(* supportsSkippingAssignment values (JoinGroup v9+, KIP-814) static       *)
+(* clients send; a static client's JoinGroupUnknownMember flag is it.      *)
+Instances == {}
+StaticSkipAssignment == {FALSE}
+NoInstance == {}
+InstanceOf(c) == IF \E I \in Instances : c \in I THEN CHOOSE I \in Instances : c \in I ELSE NoInstance
+
 VARIABLES
     now,            \* the virtual clock
     timers,         \* live timer tasks, ordered by (deadline, creation)
@@ -146,13 +162,18 @@ VARIABLES
                     \*   <<generation, member>> for every successful JoinGroup
                     \*   response naming its own member leader
     lastAction,     \* the last step and its parameters
-    writes          \* group store: the group-metadata appends not yet acknowledged, oldest
+    writes,         \* group store: the group-metadata appends not yet acknowledged, oldest
                     \*   first (<<>> unless StoreAsync)
+    staticMembers,  \* GroupMetadata.staticMembers: instance id -> member id (NoMember: none)
+    minstance,      \* MemberMetadata.groupInstanceId of every member id handed out
+                    \*   (NoInstance: dynamic); fixed when the id is handed out
+    storeStatic     \* the staticMembers part of `store` (GroupMetadataValue's group_instance_id)
 
 vars == <<now, timers, loaded, gstate, generation, leader, members, pending,
           awaitingJoin, awaitingSync, newMembers, pendingSync, plan, newMemberAdded,
           nextId, store, failovers, cphase, cmember, cgen, cleader, cmembers,
-          cassign, cwait, genLeaders, genMembers, leaderLog, lastAction, writes>>
+          cassign, cwait, genLeaders, genMembers, leaderLog, lastAction, writes,
+          staticMembers, minstance, storeStatic>>
 
 NoStore == [exists |-> FALSE, gen |-> 0, leader |-> NoMember, members |-> {}, plan |-> {}]
 
@@ -172,6 +193,7 @@ Cur == [now |-> now, timers |-> timers, loaded |-> loaded, gstate |-> gstate,
         cleader |-> cleader, cmembers |-> cmembers, cassign |-> cassign, cwait |-> cwait,
         genLeaders |-> genLeaders, genMembers |-> genMembers, leaderLog |-> leaderLog,
         writes |-> writes,
+        staticMembers |-> staticMembers, minstance |-> minstance, storeStatic |-> storeStatic,
         ok |-> TRUE, nlNeed |-> {}, jlNeed |-> {}, resp |-> "NONE", newId |-> NoMember, dt |-> 0]
 
 Commit(s, la) ==
@@ -185,6 +207,7 @@ Commit(s, la) ==
     /\ cassign' = s.cassign /\ cwait' = s.cwait /\ genLeaders' = s.genLeaders
     /\ genMembers' = s.genMembers /\ leaderLog' = s.leaderLog /\ lastAction' = la
     /\ writes' = s.writes
+    /\ staticMembers' = s.staticMembers /\ minstance' = s.minstance /\ storeStatic' = s.storeStatic
 
 (* lastAction fields: name (the action), client (NoClient for timer and  *)
 (* coordinator steps), member (the request's member id, NoMember for "",   *)
@@ -303,6 +326,7 @@ DeliverJoin(s, c, r) ==
            [s EXCEPT !.cphase[c] = "Unjoined", !.cmember[c] = r.member, !.cwait[c] = NoMember]
       [] r.err = "UNKNOWN_MEMBER_ID" -> ResetClient(s, c, "Unjoined")
       [] r.err = "GROUP_MAX_SIZE_REACHED" -> ResetClient(s, c, "Down")   \* fatal to the consumer
+      [] r.err = "FENCED_INSTANCE_ID" -> ResetClient(s, c, "Down")   \* fatal (FencedInstanceIdException)
       [] OTHER -> ClientRejoins(s, c)   \* NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE
 
 (* History for SingleLeaderPerGeneration: a successful response naming its *)
@@ -331,6 +355,7 @@ DeliverSync(s, c, err, a) ==
            [s EXCEPT !.cphase[c] = "Stable", !.cassign[c] = a, !.cwait[c] = NoMember]
       [] err = "UNKNOWN_MEMBER_ID" -> ResetClient(s, c, "Unjoined")
       [] err = "ILLEGAL_GENERATION" -> ClientLosesGeneration(s, c)
+      [] err = "FENCED_INSTANCE_ID" -> ResetClient(s, c, "Down")
       [] OTHER -> ClientRejoins(s, c)  \* REBALANCE_IN_PROGRESS, NOT_COORDINATOR, ...
 
 ReplySync(s, c, err) ==
@@ -349,6 +374,7 @@ ReplyHeartbeat(s, c, err) ==
                      IF s.cphase[c] = "Stable" THEN ClientRejoins(s, c) ELSE s
                 [] err = "UNKNOWN_MEMBER_ID" -> ResetClient(s, c, "Unjoined")
                 [] err = "ILLEGAL_GENERATION" -> ClientLosesGeneration(s, c)
+                [] err = "FENCED_INSTANCE_ID" -> ResetClient(s, c, "Down")
                 [] OTHER -> s
     IN [s1 EXCEPT !.resp = err]
 
@@ -407,6 +433,7 @@ GroupRemoveSet(s, M, nl) ==
     IN [s EXCEPT !.members = rest, !.awaitingJoin = @ \ M, !.awaitingSync = @ \ M,
                  !.newMembers = @ \ M, !.pending = @ \ M, !.pendingSync = @ \ M,
                  !.leader = newLeader,
+                 !.staticMembers = [I \in Instances |-> IF @[I] \in M THEN NoMember ELSE @[I]],
                  !.nlNeed = IF need THEN rest ELSE @,
                  !.ok = @ /\ (need => nl \in rest)]
 
@@ -416,9 +443,10 @@ CreateGroup(s) ==  \* groupManager.getOrMaybeCreateGroup: new GroupMetadata(grou
     [s EXCEPT !.gstate = "Empty", !.generation = 0, !.leader = NoMember, !.members = {},
               !.pending = {}, !.awaitingJoin = {}, !.awaitingSync = {}, !.newMembers = {},
               !.pendingSync = {}, !.plan = {}, !.newMemberAdded = FALSE,
-              !.genLeaders = {}, !.genMembers = {}]
+              !.genLeaders = {}, !.genMembers = {},
+              !.staticMembers = [I \in Instances |-> NoMember]]
 
-StoreGroup(s, st) == IF MaxFailovers > 0 THEN [s EXCEPT !.store = st] ELSE s
+StoreGroup(s, st) == IF MaxFailovers > 0 THEN [s EXCEPT !.store = st, !.storeStatic = s.staticMembers] ELSE s
 
 (* ---- group store: the appends ------------------------------------------ *)
 (* GroupMetadataManager.storeGroup appends the group's metadata record to  *)
@@ -504,26 +532,40 @@ CompleteJoinLoop(s, ms, list) ==
              s2 == [s1 EXCEPT !.newMembers = @ \ {m}, !.pendingSync = @ \cup {m}]
          IN CompleteJoinLoop(s2, ms \ {m}, list)
 
-(* DelayedJoin completion: GroupCoordinator.onCompleteJoin.  Every member  *)
-(* is dynamic, so every member that has not rejoined is removed; then      *)
+(* DelayedJoin completion: GroupCoordinator.onCompleteJoin.  Dynamic      *)
+(* members that have not rejoined are removed (notYetRejoinedMembers       *)
+(* .filterNot(_.isStaticMember)); static ones are kept.  Then              *)
 (* maybeElectNewJoinedLeader keeps the leader if it rejoined, else elects  *)
-(* a rejoined member (jl).  Its "no member rejoined" branch needs static   *)
-(* members and cannot happen here.                                         *)
+(* a rejoined member (jl); if no member rejoined but static members remain *)
+(* it returns false and a new DelayedJoin waits another rebalance timeout  *)
+(* (the group stays PreparingRebalance; if group.remove had to replace the *)
+(* leader, jl is its headOption among the kept members).                   *)
 OnCompleteJoin(s, jl) ==
-    LET gone == s.members \ s.awaitingJoin
-        rest == s.awaitingJoin
+    LET statics == {m \in s.members : s.minstance[m] # NoInstance}
+        gone == (s.members \ s.awaitingJoin) \ statics
+        rest == s.members \ gone
+        joined == s.awaitingJoin
         s1 == CheckMemberKeys([s EXCEPT !.members = rest, !.newMembers = @ \ gone,
                                         !.pendingSync = @ \ gone, !.awaitingSync = @ \ gone],
                               gone, FALSE)     \* group.remove; removeHeartbeatForLeavingMember
-        need == rest # {} /\ s.leader \notin rest
-        ldr == IF rest = {} THEN NoMember ELSE IF s.leader \in rest THEN s.leader ELSE jl
-        s2 == [s1 EXCEPT !.jlNeed = IF need THEN rest ELSE @, !.ok = @ /\ (need => jl \in rest)]
+        postpone == joined = {} /\ rest # {}
+        need == rest # {} /\ s.leader \notin joined /\ ~(postpone /\ s.leader \in rest)
+        cands == IF postpone THEN rest ELSE joined
+        ldr == IF rest = {} THEN NoMember ELSE IF s.leader \in joined THEN s.leader
+               ELSE IF postpone /\ s.leader \in rest THEN s.leader ELSE jl
+        s2 == [s1 EXCEPT !.jlNeed = IF need THEN cands ELSE @, !.ok = @ /\ (need => jl \in cands)]
         s3 == IF Bug = "generation_not_bumped" THEN s2 ELSE Bump(s2)
         hist == IF s3.generation = s.generation /\ ~Normalize THEN s.genLeaders ELSE {}
-    IN IF rest = {}
+    IN IF postpone
+       THEN \* rebalancePurgatory.tryCompleteElseWatch(new DelayedJoin(...)): not all joined
+            AddTimer([s2 EXCEPT !.leader = ldr, !.staticMembers = [I \in Instances |->
+                                   IF @[I] \in gone THEN NoMember ELSE @[I]]],
+                     Tmr("Join", NoMember, s2.now + Rebalance, "none", NoGen, Rebalance, 0))
+       ELSE IF rest = {}
        THEN \* initNextGeneration to Empty; storeGroup(group, Map.empty)
             LET s4 == [s3 EXCEPT !.gstate = "Empty", !.leader = NoMember, !.pendingSync = {},
                                  !.plan = {}, !.genLeaders = hist, !.genMembers = {},
+                                 !.staticMembers = [I \in Instances |-> NoMember],
                                  !.generation = IF Bug = "empty_generation_reset" THEN NoGen ELSE @]
             IN StoreWrite(s4, Write("Empty", s4.generation, NoMember, {}, {}))
        ELSE \* initNextGeneration to CompletingRebalance, answer the joins, schedulePendingSync
@@ -589,6 +631,89 @@ UpdateMemberAndRebalance(s, m, c, jl) ==
                                     !.cwait[c] = m, !.resp = "PARKED"], jl)
 
 -----------------------------------------------------------------------------
+(* ---- static membership (group.instance.id) ----                          *)
+(* Kafka 3.9 GroupCoordinator.scala doStaticNewMemberJoinGroup,             *)
+(* updateStaticMemberAndRebalance, validateCurrentMember; GroupMetadata     *)
+(* .scala replaceStaticMember, add/remove (staticMembers).                  *)
+
+Relabel(S, o, n) == IF o \in S THEN (S \ {o}) \cup {n} ELSE S
+
+(* validateCurrentMember's instance half, for a request of client c with   *)
+(* member id mid: the instance id must be known and map to mid.            *)
+StaticCheck(s, c, mid) ==
+    LET I == InstanceOf(c) IN
+    IF I = NoInstance THEN "NONE"
+    ELSE IF s.staticMembers[I] = NoMember THEN "UNKNOWN_MEMBER_ID"
+    ELSE IF s.staticMembers[I] # mid THEN "FENCED_INSTANCE_ID"
+    ELSE "NONE"
+
+(* GroupMetadata.replaceStaticMember: the old id's parked JoinGroup and    *)
+(* SyncGroup are answered FENCED_INSTANCE_ID; the MemberMetadata moves to  *)
+(* the new id (keeping isNew, its assignment and its leadership); the old  *)
+(* id stays in pendingSyncMembers (Kafka does not touch it).  The plan and *)
+(* the clients' member lists and assignments name members, so they are     *)
+(* relabelled too (the partitions assigned do not change) -- in Stable,    *)
+(* where the group is stored with the new id; in the other states no plan  *)
+(* is installed, and the stored one (which a reload restores) keeps the    *)
+(* old id.  The old id's                                                   *)
+(* DelayedHeartbeat "will expire without effect since the group no longer  *)
+(* contains that member id": an orphan.                                    *)
+ReplaceStaticMember(s, I, old, new) ==
+    LET s1 == InvokeSync(InvokeJoin(s, old, JoinErr("FENCED_INSTANCE_ID", old)), old, "FENCED_INSTANCE_ID")
+        keep == Bug = "static_replace_keeps_old_member"
+        RL(S) == IF s.gstate = "Stable" THEN Relabel(S, old, new) ELSE S
+        s2 == [s1 EXCEPT !.members = IF keep THEN @ \cup {new} ELSE Relabel(@, old, new),
+                         !.newMembers = IF keep THEN @ ELSE Relabel(@, old, new),
+                         !.leader = IF @ = old THEN new ELSE @,
+                         !.staticMembers[I] = new, !.minstance[new] = I,
+                         !.plan = RL(@), !.genMembers = RL(@),
+                         !.genLeaders = Relabel(@, old, new),
+                         !.leaderLog = {IF p = <<s.generation, old>> THEN <<s.generation, new>> ELSE p : p \in @},
+                         !.cassign = [c \in Clients |-> RL(@[c])],
+                         !.cmembers = [c \in Clients |-> RL(@[c])]]
+    IN IF keep THEN s2 ELSE OrphanTimers(s2, old)
+
+(* GroupCoordinator.updateStaticMemberAndRebalance: a static member        *)
+(* rejoins with an unknown member id and gets a new one.  Stable: the      *)
+(* group is stored with the new id (the selected protocol cannot change:   *)
+(* one protocol), then the JoinGroup is answered with the current          *)
+(* generation: v9+ (skip) tells a rejoining leader it leads, with the      *)
+(* members, and to skip the assignor; before v9 the old leader id is       *)
+(* returned, so a rejoining leader acts as a follower.  The store is       *)
+(* synchronous and succeeds here (no asynchronous store in this spec yet:  *)
+(* the revert on a failed write is not modelled).  CompletingRebalance:    *)
+(* prepareRebalance (the leader may be assigning to the old id).           *)
+(* PreparingRebalance: the join waits like any other.                      *)
+UpdateStaticMemberAndRebalance(s, c, I, old, new, skip, jl) ==
+    LET curLeader == s.leader
+        s1 == ScheduleHeartbeat(ReplaceStaticMember(s, I, old, new), new)
+        s2 == [s1 EXCEPT !.awaitingJoin = @ \cup {new}, !.cphase[c] = "JoinWait",
+                         !.cwait[c] = new, !.resp = "PARKED"]
+    IN CASE s2.gstate = "Stable" ->
+              LET s3 == IF Bug = "static_replace_not_stored" THEN s2
+                        ELSE StoreGroup(s2, [exists |-> TRUE, gen |-> s2.generation, leader |-> s2.leader,
+                                             members |-> s2.members, plan |-> s2.plan])
+                  isLeader == s3.leader = new
+                  r == IF skip
+                       THEN JoinResp("NONE", new, s3.generation, s3.leader, IF isLeader THEN s3.members ELSE {})
+                       ELSE JoinResp("NONE", new, s3.generation, curLeader, {})
+              IN [InvokeJoin(s3, new, r) EXCEPT !.resp = "NONE"]
+         [] s2.gstate = "CompletingRebalance" -> PrepareRebalance(s2, jl)
+         [] OTHER -> s2
+
+(* doStaticNewMemberJoinGroup: a static client joining with member id ""   *)
+(* (never told MEMBER_ID_REQUIRED) replaces its instance's member, or is   *)
+(* added like a new member (GroupMetadata.add records the instance).      *)
+DoStaticNewMemberJoin(s, c, skip, jl) ==
+    LET m == NewId(s)
+        I == InstanceOf(c)
+    IN IF m = NoMember THEN [s EXCEPT !.ok = FALSE]      \* model bound: no id left
+       ELSE LET s0 == [s EXCEPT !.nextId = @ + 1, !.newId = m]
+            IN IF s.staticMembers[I] # NoMember
+               THEN UpdateStaticMemberAndRebalance(s0, c, I, s.staticMembers[I], m, skip, jl)
+               ELSE AddMemberAndRebalance([s0 EXCEPT !.staticMembers[I] = m, !.minstance[m] = I], m, c, jl)
+
+-----------------------------------------------------------------------------
 (* Request handlers (GroupCoordinator.handleJoinGroup and the others)     *)
 
 (* acceptJoiningMember *)
@@ -603,7 +728,8 @@ AcceptJoiningMember(s, mid) ==
 (* doNewMemberJoinGroup -> doDynamicNewMemberJoinGroup *)
 DoNewMemberJoin(s, c, rk, jl) ==
     LET m == NewId(s) IN
-    IF m = NoMember THEN [s EXCEPT !.ok = FALSE]      \* model bound: no id left
+    IF InstanceOf(c) # NoInstance THEN DoStaticNewMemberJoin(s, c, rk, jl)
+    ELSE IF m = NoMember THEN [s EXCEPT !.ok = FALSE]      \* model bound: no id left
     ELSE LET s0 == [s EXCEPT !.nextId = @ + 1, !.newId = m]
          IN IF rk
             THEN \* addPendingMember, addPendingMemberExpiration, MEMBER_ID_REQUIRED
@@ -621,6 +747,7 @@ JoinReplyCurrent(s, c, m, inCR) ==
 (* doCurrentMemberJoinGroup *)
 DoCurrentMemberJoin(s, c, mid, chg, jl) ==
     IF mid \in s.pending THEN AddMemberAndRebalance(s, mid, c, jl)   \* a pending member rejoins
+    ELSE IF StaticCheck(s, c, mid) # "NONE" THEN ReplyJoin(s, c, JoinErr(StaticCheck(s, c, mid), mid))
     ELSE IF mid \notin s.members THEN ReplyJoin(s, c, JoinErr("UNKNOWN_MEMBER_ID", mid))
     ELSE CASE s.gstate = "PreparingRebalance" -> UpdateMemberAndRebalance(s, mid, c, jl)
            [] s.gstate = "CompletingRebalance" ->
@@ -659,6 +786,7 @@ SyncGroupHandler(s, c) ==
         Park(x) == [x EXCEPT !.awaitingSync = @ \cup {m}, !.cphase[c] = "SyncWait",
                              !.cwait[c] = m, !.resp = "PARKED"]
     IN IF ~s.loaded THEN ReplySync(s0, c, "NOT_COORDINATOR")
+       ELSE IF s.gstate # "Dead" /\ StaticCheck(s, c, m) # "NONE" THEN ReplySync(s0, c, StaticCheck(s, c, m))
        ELSE IF s.gstate = "Dead" \/ m \notin s.members THEN ReplySync(s0, c, "UNKNOWN_MEMBER_ID")
        ELSE IF g # s.generation THEN ReplySync(s0, c, "ILLEGAL_GENERATION")
        ELSE CASE s.gstate = "Empty" -> ReplySync(s0, c, "UNKNOWN_MEMBER_ID")
@@ -686,6 +814,7 @@ HeartbeatHandler(s, c) ==
     LET m == s.cmember[c]
         g == s.cgen[c]
     IN IF ~s.loaded THEN ReplyHeartbeat(s, c, "NOT_COORDINATOR")
+       ELSE IF s.gstate # "Dead" /\ StaticCheck(s, c, m) # "NONE" THEN ReplyHeartbeat(s, c, StaticCheck(s, c, m))
        ELSE IF s.gstate = "Dead" \/ m \notin s.members THEN ReplyHeartbeat(s, c, "UNKNOWN_MEMBER_ID")
        ELSE IF g # s.generation THEN ReplyHeartbeat(s, c, "ILLEGAL_GENERATION")
        ELSE CASE s.gstate = "Empty" -> ReplyHeartbeat(s, c, "UNKNOWN_MEMBER_ID")
@@ -710,6 +839,7 @@ LeaveGroupHandler(s, c, nl, jl) ==
                 s2 == IF Bug = "pending_leave_rebalances" THEN MaybePrepareRebalance(s1, jl)
                       ELSE TryCompleteJoin(s1, jl)
             IN OrphanTimers(CheckMemberKey(s2, m, FALSE), m)
+       ELSE IF StaticCheck(s0, c, m) # "NONE" THEN [s0 EXCEPT !.resp = StaticCheck(s0, c, m)]
        ELSE IF m \notin s0.members THEN [s0 EXCEPT !.resp = "UNKNOWN_MEMBER_ID"]
        ELSE LET s1 == RemoveMemberAndUpdateGroup([s0 EXCEPT !.resp = "NONE"], m, nl, jl)
             IN IF Bug = "leave_keeps_session_timer" THEN s1
@@ -914,7 +1044,7 @@ GroupUnload ==
                             !.leader = NoMember, !.members = {}, !.pending = {}, !.awaitingJoin = {},
                             !.awaitingSync = {}, !.newMembers = {}, !.pendingSync = {}, !.plan = {},
                             !.newMemberAdded = FALSE, !.genLeaders = {}, !.genMembers = {},
-                            !.failovers = @ + 1]
+                            !.failovers = @ + 1, !.staticMembers = [I \in Instances |-> NoMember]]
        IN Commit(s3, LA("GroupUnload", NoClient, NoMember, NoGen, FALSE, s3))
 
 (* onGroupLoaded (onElection): the group comes back from the store, Stable *)
@@ -926,7 +1056,8 @@ GroupLoad ==
            st == s.store
            s1 == [s EXCEPT !.gstate = IF st.members = {} THEN "Empty" ELSE "Stable",
                            !.generation = st.gen, !.leader = st.leader, !.members = st.members,
-                           !.plan = st.plan, !.genMembers = st.members]
+                           !.plan = st.plan, !.genMembers = st.members,
+                           !.staticMembers = s.storeStatic]
            s2 == IF Cardinality(st.members) > MaxGroupSize THEN PrepareRebalance(s1, NoMember) ELSE s1
            s3 == IF st.exists THEN ScheduleAll(s2, st.members) ELSE s
        IN Commit(s3, LA("GroupLoad", NoClient, NoMember, NoGen, FALSE, s3))
@@ -1016,11 +1147,15 @@ Init ==
     /\ cwait = [c \in Clients |-> NoMember]
     /\ genLeaders = {} /\ genMembers = {} /\ leaderLog = {}
     /\ writes = <<>>
+    /\ staticMembers = [I \in Instances |-> NoMember]
+    /\ minstance = [m \in MemberIds |-> NoInstance]
+    /\ storeStatic = [I \in Instances |-> NoMember]
     /\ lastAction = [name |-> "Init", client |-> NoClient, member |-> NoMember, gen |-> NoGen,
                      flag |-> FALSE, newMember |-> NoMember, resp |-> "NONE", dt |-> 0]
 
 ClientStep(c) ==
-    \/ \E rk \in JoinFlavours : JoinGroupUnknownMember(c, rk)
+    \/ \E rk \in (IF InstanceOf(c) = NoInstance THEN JoinFlavours ELSE StaticSkipAssignment) :
+         JoinGroupUnknownMember(c, rk)
     \/ JoinGroupPendingMember(c)
     \/ JoinGroupKnownMember(c, FALSE)
     \/ SyncGroupLeader(c) \/ SyncGroupFollower(c) \/ Heartbeat(c)
@@ -1085,7 +1220,8 @@ TypeOK ==
     /\ leader \in Ids
     /\ members \subseteq MemberIds /\ pending \subseteq MemberIds
     /\ awaitingJoin \subseteq members /\ awaitingSync \subseteq members
-    /\ newMembers \subseteq members /\ pendingSync \subseteq members
+    /\ newMembers \subseteq members
+    /\ pendingSync \subseteq members \cup {m \in MemberIds : minstance[m] # NoInstance}
     /\ members \cap pending = {}
     /\ plan \subseteq MemberIds
     /\ newMemberAdded \in BOOLEAN
@@ -1104,6 +1240,8 @@ TypeOK ==
                        plan : SUBSET MemberIds, stale : BOOLEAN])
     /\ StoreAsync \/ writes = <<>>
     /\ lastAction.client \in Clients \cup {NoClient}
+    /\ staticMembers \in [Instances -> Ids] /\ storeStatic \in [Instances -> Ids]
+    /\ minstance \in [MemberIds -> Instances \cup {NoInstance}]
 
 (* Timers are ordered and none is overdue. *)
 TimersOrdered ==
@@ -1113,14 +1251,19 @@ TimersOrdered ==
 (* No two members are ever named leader, each in a successful JoinGroup    *)
 (* response to itself, for the same generation (of one group incarnation); *)
 (* and once a generation is formed, a current member's client believes it  *)
-(* leads exactly when the coordinator names it.                            *)
+(* leads exactly when the coordinator names it -- except that a static     *)
+(* leader rejoining a Stable group before JoinGroup v9 is told the old     *)
+(* leader id on purpose (updateStaticMemberAndRebalance) and acts as a     *)
+(* follower.                                                               *)
 SingleLeaderPerGeneration ==
     /\ Cardinality(genLeaders) <= 1
     /\ (Live /\ gstate \in {"CompletingRebalance", "Stable"}) =>
          /\ genLeaders \subseteq {leader}
          /\ \A c \in Clients :
               (cphase[c] \in {"Joined", "SyncWait", "Stable"} /\ cmember[c] \in members
-               /\ cgen[c] = generation) => (cleader[c] <=> cmember[c] = leader)
+               /\ cgen[c] = generation)
+                 => /\ cleader[c] => cmember[c] = leader
+                    /\ cmember[c] = leader => (cleader[c] \/ (InstanceOf(c) # NoInstance /\ gstate = "Stable"))
 
 (* SingleLeaderPerGeneration's first half across coordinator failovers.   *)
 (* Kafka 3.x breaks it: a generation is written to __consumer_offsets only *)
@@ -1165,9 +1308,14 @@ EmptyIffNoMembers ==
 
 (* group.max.size, counted as Kafka counts: pending members are no members; *)
 (* a rebalancing group may exceed it until non-rejoined members go.       *)
+(* Static members are not counted in the second half: onCompleteJoin keeps *)
+(* static members that did not rejoin, which acceptJoiningMember never     *)
+(* counted, so with them Kafka's group exceeds group.max.size (models/     *)
+(* static.cfg found it; with no static client the property is unchanged).  *)
 GroupSizeBounded ==
     Live => /\ Cardinality(awaitingJoin) <= MaxGroupSize
-            /\ gstate \in {"CompletingRebalance", "Stable"} => Cardinality(members) <= MaxGroupSize
+            /\ gstate \in {"CompletingRebalance", "Stable"} =>
+                 Cardinality({m \in members : minstance[m] = NoInstance}) <= MaxGroupSize
 
 (* The assignment installed for a generation covers exactly the members   *)
 (* the generation was formed with (the list its leader was handed), and   *)
@@ -1222,6 +1370,8 @@ OneSessionTimerPerMember ==
 (*    onExpireHeartbeat -> removeMemberAndUpdateGroup;                      *)
 (*  - DelayedSync expiry with current members that never synced:           *)
 (*    onExpireSyncGroup -> removeMemberAndUpdateGroup (KAFKA-13766).        *)
+(* (A static member's old id, replaced in Stable, stays in               *)
+(* pendingSyncMembers: Kafka's expiry then rebalances for it too.)          *)
 (* Heartbeat, SyncGroup, a pending member's LeaveGroup or expiry and the    *)
 (* group's own timers never rebalance a Stable group.                      *)
 StableRebalanceOnlyByTrigger ==
@@ -1232,8 +1382,33 @@ StableRebalanceOnlyByTrigger ==
          \/ la.name = "JoinGroupKnownMember" /\ la.member \in members /\ (la.member = leader \/ la.flag)
          \/ la.name \in {"LeaveGroup", "SessionTimeoutExpiry", "NewMemberJoinTimeout"}
               /\ la.member \in members /\ la.member \notin members'
-         \/ la.name = "DelayedSyncExpiry" /\ pendingSync # {} /\ pendingSync \subseteq members
+         \/ la.name = "DelayedSyncExpiry" /\ pendingSync # {}
+              /\ \A m \in pendingSync \ members : minstance[m] # NoInstance
       ]_vars
+
+(* ---- static membership properties ----                                  *)
+
+(* One owner per instance id: the group holds at most one member per       *)
+(* group.instance.id, and staticMembers names it (GroupMetadata.add,       *)
+(* replaceStaticMember, remove keep the two in step).                      *)
+OneOwnerPerInstanceId ==
+    Live =>
+        \A I \in Instances :
+            /\ {m \in members : minstance[m] = I} \subseteq {staticMembers[I]}
+            /\ staticMembers[I] # NoMember => (staticMembers[I] \in members /\ minstance[staticMembers[I]] = I)
+
+(* A member id handed to a client survives a reload: a reload restores     *)
+(* exactly the store (onGroupLoaded), so every member of the Stable,       *)
+(* stored generation that a client holds (after a JoinGroup answer) must   *)
+(* be in the store, with its instance id -- the reason                     *)
+(* updateStaticMemberAndRebalance stores the group in Stable.  Holds       *)
+(* trivially without failovers (nothing is stored).                        *)
+MemberIdSurvivesReload ==
+    (MaxFailovers > 0 /\ Live /\ gstate = "Stable" /\ store.exists /\ store.gen = generation) =>
+        \A c \in Clients :
+            (cphase[c] \in {"Joined", "SyncWait", "Stable"} /\ cmember[c] \in members /\ cgen[c] = generation)
+                => /\ cmember[c] \in store.members
+                   /\ minstance[cmember[c]] # NoInstance => storeStatic[minstance[cmember[c]]] = cmember[c]
 
 -----------------------------------------------------------------------------
 (* Liveness (no failover: MaxFailovers = 0; checked with Normalize).       *)

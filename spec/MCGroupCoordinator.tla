@@ -24,7 +24,7 @@ TimeFreeView ==
       loaded, gstate, generation, leader, members, pending, awaitingJoin, awaitingSync,
       newMembers, pendingSync, plan, newMemberAdded, nextId, store, failovers,
       cphase, cmember, cgen, cleader, cmembers, cassign, cwait, genLeaders, genMembers, leaderLog,
-      writes>>
+      writes, staticMembers, minstance, storeStatic>>
 
 (* TimeFreeView, and generations taken relative to the group's: the protocol *)
 (* only compares generations for equality (and tests generation = 0), so  *)
@@ -51,7 +51,8 @@ GenTimeFreeView ==
       [store EXCEPT !.gen = RelGen(@)], failovers,
       cphase, cmember, [c \in Clients |-> RelGen(cgen[c])], cleader, cmembers, cassign, cwait,
       genLeaders, genMembers,
-      [i \in DOMAIN writes |-> [writes[i] EXCEPT !.gen = RelGen(@)]]>>
+      [i \in DOMAIN writes |-> [writes[i] EXCEPT !.gen = RelGen(@)]],
+      staticMembers, minstance, storeStatic>>
 
 ClientSymmetry == Permutations(Clients)
 
@@ -61,5 +62,10 @@ ClientSymmetry == Permutations(Clients)
 (* adds nothing a shorter queue does not show.                            *)
 MaxWrites == 2
 StoreBound == Len(writes) <= MaxWrites
+
+(* With static members: clients are interchangeable only within one        *)
+(* instance id, and among the dynamic clients.                             *)
+InstanceSymmetry ==
+    UNION {Permutations(I) : I \in Instances} \cup Permutations(Clients \ UNION Instances)
 
 =============================================================================

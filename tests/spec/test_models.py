@@ -53,6 +53,8 @@ class Expect:
 BUGS: dict[str, Expect] = {
     "bug_empty_generation_reset": Expect("TypeOK", "invariant"),
     "bug_two_leaders": Expect("SingleLeaderPerGeneration", "invariant"),
+    "bug_static_replace_keeps_old_member": Expect("OneOwnerPerInstanceId", "invariant"),
+    "bug_static_replace_not_stored": Expect("MemberIdSurvivesReload", "invariant"),
     "bug_generation_not_bumped": Expect("SingleLeaderPerGeneration", "invariant"),
     "bug_sync_in_preparing_rebalance": Expect("NoSyncInPreparingRebalance", "action"),
     "bug_sync_answered_in_preparing_rebalance": Expect("NoSyncInPreparingRebalance", "action"),
