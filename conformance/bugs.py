@@ -55,6 +55,7 @@ def all_bugs() -> dict[str, Bug]:
             **seeded_bugs.BUGS,
             **seeded_bugs.SCENARIO_ONLY_BUGS,
             **seeded_bugs.INTERNAL_ERROR_BUGS,
+            **seeded_bugs.LIVENESS_BUGS,
         }.items()
         if name != "none"
     }

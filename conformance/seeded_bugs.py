@@ -23,7 +23,7 @@ from kgc.impl.coordinator import (
     Stable,
     SyncGroupResult,
 )
-from kgc.impl.delayed import GroupJoinKey
+from kgc.impl.delayed import DelayedJoin, GroupJoinKey, InitialDelayedJoin
 from kgc.impl.errors import Errors
 from kgc.impl.group import GroupMetadata, MemberMetadata
 from kgc.impl.store import StoredGroup
@@ -32,6 +32,7 @@ __all__ = [
     "BUGS",
     "ENV_VAR",
     "INTERNAL_ERROR_BUGS",
+    "LIVENESS_BUGS",
     "SCENARIO_ONLY_BUGS",
     "coordinator_class",
     "coordinator_class_from_env",
@@ -170,18 +171,18 @@ class LastLeaveNoRebalance(GroupCoordinator):
     """The last member leaving (or expiring from) a Stable or CompletingRebalance group leaves
     it in that state with no member, instead of rebalancing it to Empty."""
 
-    def _maybe_prepare_rebalance(self, group: GroupMetadata) -> None:
+    def _maybe_prepare_rebalance(self, group: GroupMetadata, reason: str = "") -> None:
         if group.state in (Stable, CompletingRebalance) and not group.members:
             return
-        super()._maybe_prepare_rebalance(group)
+        super()._maybe_prepare_rebalance(group, reason)
 
 
 class RebalanceRollback(GroupCoordinator):
     """A rebalance started from CompletingRebalance rolls the generation back by one."""
 
-    def _prepare_rebalance(self, group: GroupMetadata) -> None:
+    def _prepare_rebalance(self, group: GroupMetadata, reason: str = "") -> None:
         rolled = group.is_(CompletingRebalance)
-        super()._prepare_rebalance(group)
+        super()._prepare_rebalance(group, reason)
         if rolled:
             group.generation_id -= 1
 
@@ -379,6 +380,71 @@ class SwallowedRemovalError(GroupCoordinator):
             self._record_internal_error("_remove_member_and_update_group")
 
 
+# -- implementation twins of the spec's liveness bugs (spec/models/bug_NAME.cfg): each makes a
+# -- wait unbounded, which only the timed liveness of the Hypothesis machine
+# -- (conformance/timed_liveness.py) checks on the implementation.
+
+
+class RebalanceTimeoutWaitsForAll(GroupCoordinator):
+    """At the rebalance timeout, a join phase with a member that has not rejoined waits another
+    rebalance timeout instead of completing without it (DelayedJoin.onComplete after
+    forceComplete): a crashed member keeps the group in PreparingRebalance."""
+
+    _initial = False
+
+    def on_complete_initial_join(self, op: InitialDelayedJoin) -> None:
+        self._initial = True
+        try:
+            super().on_complete_initial_join(op)
+        finally:
+            self._initial = False
+
+    def on_complete_join(self, group: GroupMetadata) -> None:
+        # (with no member the rebalance timeout is 0: waiting again would never end a tick)
+        if (
+            not self._initial
+            and group.is_(PreparingRebalance)
+            and group.members
+            and group.rebalance_timeout_ms > 0
+            and not group.has_all_members_joined
+        ):
+            self.rebalance_purgatory.try_complete_else_watch(
+                DelayedJoin(self, group, group.rebalance_timeout_ms), [GroupJoinKey(group.group_id)]
+            )
+            return
+        super().on_complete_join(group)
+
+
+class NoDelayedSync(GroupCoordinator):
+    """onCompleteJoin schedules no DelayedSync: a group whose leader never sends its SyncGroup
+    stays in CompletingRebalance."""
+
+    def _schedule_pending_sync(self, group: GroupMetadata) -> None:
+        return
+
+
+class PropagateNoHeartbeatReschedule(GroupCoordinator):
+    """propagateAssignment answers the parked SyncGroups without restarting the members'
+    session timers: a member whose timer expired while it waited (excused then) is never
+    timed out again."""
+
+    def _propagate_assignment(self, group: GroupMetadata, error: Errors) -> None:
+        ok = error is Errors.NONE
+        for member in group.all_member_metadata():
+            result = SyncGroupResult(
+                error, group.protocol_type if ok else None, group.protocol_name if ok else None, member.assignment
+            )
+            group.maybe_invoke_sync_callback(member, result)
+
+
+#: implementation twins of the spec's liveness bugs (kept out of BUGS: conform, validate and
+#: the pipeline's signature-action tests do not run them yet)
+LIVENESS_BUGS: dict[str, type[GroupCoordinator]] = {
+    "rebalance_timeout_waits_for_all": RebalanceTimeoutWaitsForAll,
+    "no_delayed_sync": NoDelayedSync,
+    "propagate_no_heartbeat_reschedule": PropagateNoHeartbeatReschedule,
+}
+
 #: bugs that only the coordinator's fault counters show
 INTERNAL_ERROR_BUGS: dict[str, type[GroupCoordinator]] = {
     "swallowed_removal_error": SwallowedRemovalError,
@@ -388,7 +454,7 @@ INTERNAL_ERROR_BUGS: dict[str, type[GroupCoordinator]] = {
 def coordinator_class(name: str | None) -> type[GroupCoordinator]:
     """The coordinator with seeded defect `name` (None or "" or "none": the real one)."""
     key = name or "none"
-    known = {**BUGS, **SCENARIO_ONLY_BUGS, **INTERNAL_ERROR_BUGS}
+    known = {**BUGS, **SCENARIO_ONLY_BUGS, **INTERNAL_ERROR_BUGS, **LIVENESS_BUGS}
     if key not in known:
         raise KeyError(
             f"no seeded implementation bug {key!r}; known: {', '.join(sorted(known))} (`kgc bugs` lists every seeded bug and its layers)"

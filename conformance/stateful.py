@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,7 +49,9 @@ __all__ = [
     "CoordinatorMachine",
     "FuzzResult",
     "PropertyViolation",
+    "HuntResult",
     "fuzz",
+    "hunt",
     "machine_for",
     "save_scenario",
     "scenario_from_log",
@@ -72,14 +75,15 @@ DEFAULT_CONSTANTS = SpecConstants(
 )
 
 #: The same group on a slow clock (a unit is 100 s): NewMemberJoinTimeoutMs is Kafka's 300 s
-#: (3 units), shorter than the rebalance timeout (600 s) and the session timeout (400 s), so a
-#: new member whose join waits in a rebalance times out (addMemberAndRebalance's timer), the
-#: one timer kind DEFAULT_CONSTANTS never fire. Drawn per example (`choose_habits`).
+#: (3 units), shorter than the rebalance timeout (800 s) and well inside the session timeout
+#: (600 s), so a new member whose join waits in a rebalance times out (addMemberAndRebalance's
+#: timer) while a member that has not rejoined yet is still there: the one timer kind
+#: DEFAULT_CONSTANTS never fire. Drawn per example (`choose_habits`).
 SLOW_CLOCK_CONSTANTS = SpecConstants(
     clients=("c1", "c2", "c3"),
     num_ids=8,
-    session=4,
-    rebalance=6,
+    session=6,
+    rebalance=8,
     initial_delay=1,
     new_member_timeout=3,
     max_group_size=2,
@@ -410,6 +414,56 @@ class CoordinatorMachine(RuleBasedStateMachine):
                 if ("JoinGroupPendingMember", c, False) in enabled_actions(self.rec, allow_failover=False):
                     self.rec.step("JoinGroupPendingMember", c)
 
+    def _new_joiners(self) -> list[str]:
+        if self.k.new_member_timeout >= self.k.rebalance or self._group_state() not in (
+            "Stable",
+            "CompletingRebalance",
+        ):
+            return []
+        enabled = enabled_actions(self.rec, allow_failover=False)
+        return [c for (name, c, flag) in enabled if name == "JoinGroupUnknownMember" and not flag and c is not None]
+
+    @precondition(lambda self: bool(self._new_joiners()))
+    @rule(data=st.data())
+    def new_member_outwaited(self, data: st.DataObject) -> None:
+        """On the slow clock: a new member joins a formed group and nothing else happens until
+        its join timeout (NewMemberJoinTimeoutMs) has passed, shorter than the rebalance the
+        join started: the timer removes the new member with its JoinGroup still parked
+        (GroupCoordinator.removeMemberAndUpdateGroup must answer it first)."""
+        c = data.draw(st.sampled_from(self._new_joiners()), label="new member")
+        self.rec.step("JoinGroupUnknownMember", c, False)
+        self._tick(self.k.new_member_timeout)
+
+    def _late_leader(self) -> bool:
+        joined = self._joined()
+        return (
+            self.k.session < self.k.rebalance
+            and self._group_state() == "CompletingRebalance"
+            and any(self.rec.world.clients[c].leader for c in joined)
+            and any(not self.rec.world.clients[c].leader for c in joined)
+        )
+
+    @precondition(lambda self: self._late_leader())
+    @rule()
+    def leader_syncs_after_a_session(self) -> None:
+        """On the slow clock: the followers send their SyncGroup, the leader takes longer than a
+        session timeout (shorter there than the DelayedSync's rebalance timeout) to send its
+        own. The followers' session timers fire meanwhile and are excused (awaiting sync), so
+        propagateAssignment must restart them, or a follower that then goes silent stays."""
+        joined = self._joined()
+        for c in joined:
+            if not self.rec.world.clients[c].leader:
+                self.rec.step("SyncGroupFollower", c)
+        leader = next(c for c in joined if self.rec.world.clients[c].leader)
+        self._tick(self.k.session - 1)
+        if ("Heartbeat", leader, False) in enabled_actions(self.rec, allow_failover=False):
+            self.rec.step("Heartbeat", leader)  # the leader keeps its own session meanwhile
+        self._tick(2)
+        for c in joined:
+            view = self.rec.world.clients[c]
+            if view.leader and view.phase == "Joined" and self._group_state() == "CompletingRebalance":
+                self.rec.step("SyncGroupLeader", c)
+
     def _tick(self, units: int) -> None:
         """Time passes. Logged as one tick per distinct timer deadline reached (then the
         rest), so a saved scenario checks the group after each expiry, not only at the end."""
@@ -695,3 +749,63 @@ def fuzz(
             return FuzzResult(count[0] - 1, machine.steps_run, violation=machine.last_violation)
         return FuzzResult(count[0], machine.steps_run, error=e)
     return FuzzResult(count[0], machine.steps_run)
+
+
+@dataclass
+class HuntResult:
+    """How long the machine took to find a violation (None: not within the budget)."""
+
+    seconds: float | None
+    examples: int
+    violation: PropertyViolation | None = None
+    error: BaseException | None = None
+
+
+class _OutOfTime(BaseException):
+    """The hunt's wall-clock budget ran out (a BaseException, as _BudgetSpent)."""
+
+
+def hunt(
+    coordinator_class: type[GroupCoordinator],
+    seconds: float = 60.0,
+    *,
+    steps: int | None = None,
+    derandomize: bool = True,
+) -> HuntResult:
+    """Run examples until a property fails or `seconds` pass; time-to-find for one seeded bug
+    (no shrinking: the first failing example is the finding). Derandomized by default, so a
+    hunt tries the same examples every run and only the machine's speed varies."""
+    started = time.monotonic()
+    count = [0]
+
+    out = [False]
+
+    def started_example() -> None:
+        count[0] += 1
+        if out[0] or time.monotonic() - started > seconds:
+            out[0] = True
+            raise _OutOfTime()
+
+    machine = machine_for(coordinator_class, on_example=started_example)
+    base = settings.get_profile(PROFILES["deep"])
+    chosen = settings(
+        base,
+        max_examples=10**6,
+        stateful_step_count=steps or base.stateful_step_count,
+        derandomize=derandomize,
+        database=None,
+        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target],
+    )
+    try:
+        run_state_machine_as_test(machine, settings=chosen)
+    except PropertyViolation as v:
+        return HuntResult(time.monotonic() - started, count[0], violation=v)
+    except _OutOfTime:
+        return HuntResult(None, count[0])
+    except Exception as e:  # noqa: BLE001 - the coordinator or the driver broke
+        if out[0]:
+            # stopped while Hypothesis replayed an example (it then reports the stop as
+            # inconsistent data generation): out of time, nothing found
+            return HuntResult(None, count[0] - 1)
+        return HuntResult(None, count[0], error=e)
+    return HuntResult(None, count[0])

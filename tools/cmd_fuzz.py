@@ -1,5 +1,7 @@
 """`kgc fuzz [--examples N]`: the Hypothesis state machine (conformance/stateful.py) against the
-coordinator, checking every spec property after every step.
+coordinator, checking after every step every spec property, the timed liveness properties
+(conformance/timed_liveness.py) and that the coordinator recorded no internal error or
+duplicate answer (conformance/faults.py).
 
 Shows the examples run as they go. A property violation is written as a scenario file (in
 --save, default ./kgc-fuzz) that `kgc replay` runs. Exit 0 when no example broke a property, 10

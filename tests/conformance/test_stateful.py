@@ -13,7 +13,7 @@ from kgc.conformance import properties as P
 from kgc.conformance.recorder import RANDOM_RUN_CONSTANTS, RunRecorder, random_run
 from kgc.conformance.replay import run_scenario
 from kgc.conformance.scenario import load_scenario
-from kgc.conformance.seeded_bugs import BUGS
+from kgc.conformance.seeded_bugs import coordinator_class
 from kgc.conformance.stateful import fuzz
 from kgc.impl.coordinator import GroupCoordinator
 from kgc.spec.values import ModelValue, Record, TlaFunction
@@ -31,6 +31,9 @@ SEEDED = (
     "leader_not_reassigned",
     "session_expiry_keeps_member",
     "rebalance_timeout_keeps_member",
+    # the liveness twins (seeded_bugs.LIVENESS_BUGS), found by the timed liveness properties
+    "rebalance_timeout_waits_for_all",
+    "no_delayed_sync",
 )
 
 # sync_answered_in_preparing_rebalance is not hunted here: the race it needs (a member leaves
@@ -59,7 +62,7 @@ def hunts(tmp_path_factory):
     out = {}
     for bug in SEEDED:
         save = tmp_path_factory.mktemp(bug)
-        out[bug] = (fuzz(BUGS[bug], profile="ci", examples=HUNT_EXAMPLES, save_dir=save), save)
+        out[bug] = (fuzz(coordinator_class(bug), profile="ci", examples=HUNT_EXAMPLES, save_dir=save), save)
     return out
 
 
@@ -81,9 +84,9 @@ def test_failing_example_is_a_scenario_that_replay_reproduces(hunts, bug):
     path = result.violation.scenario
     assert path is not None and path.parent == save and path.is_file()
     document = json.loads(path.read_text())
-    assert document["format"] == 1 and BUGS[bug].__name__ in document["source"]
+    assert document["format"] == 1 and coordinator_class(bug).__name__ in document["source"]
     assert _replay_with(GroupCoordinator, path).passed
-    failing = _replay_with(BUGS[bug], path)
+    failing = _replay_with(coordinator_class(bug), path)
     if set(result.violation.report.violations) <= UNSEEN_BY_SCENARIOS:
         # A scenario checks responses and the group's state, never timers: a leaked or
         # missing timer the property saw has no expectation a file can hold.
