@@ -504,7 +504,7 @@ ENTRY_RE = (
 )
 
 #: Fixed texts of lines that look like the coordinator (kept as `unparsed` when no format
-#: matches them): Spark checks them with substring searches, COORDINATOR_HINT_RE says the same.
+#: matches them): logs_scan and Spark check them with substring searches, COORDINATOR_HINT_RE says the same.
 COORDINATOR_HINTS: tuple[str, ...] = (
     "GroupCoordinator",
     "GroupMetadata",

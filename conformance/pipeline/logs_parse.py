@@ -12,10 +12,10 @@ small fraction. Every physical line ends in exactly one category, so the counts 
     garbage       control characters or bytes that are not UTF-8 (binary content)
     oversized     longer than MAX_LINE characters (not matched; counted)
 
-Line numbers: Spark reads files in splits; a row's number is its index within its split plus
-the lines of the file's earlier splits (input_file_block_start orders them), so two cheap scans.
-Hard-wrapped entries and duplicates are rare, so only the unparsed heads are collected and
-re-matched on the driver.
+Reading: logs_scan reads each file once on the workers (splits of plain files, gzip whole),
+numbers the lines and counts noise, garbage and oversized lines itself; only coordinator-looking
+lines (a substring hint, not a client's) become rows for the JVM regexes here. Duplicates and
+hard-wrapped heads are then found on that small table (a head carries its next lines along).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from __future__ import annotations
 import glob
 import gzip
 import os
+import re
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from kgc.conformance.pipeline.logs_formats import (
     PREFIX_RE,
     match_message,
 )
+from kgc.conformance.pipeline.logs_scan import MAX_LINE, SCAN_SCHEMA, make_splits, scan_split
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -51,7 +53,6 @@ __all__ = [
     "parse_logs",
 ]
 
-MAX_LINE = 65_536
 CATEGORIES: tuple[str, ...] = ("event", "unparsed", "noise", "continuation", "duplicate", "garbage", "oversized")
 _ANSI_RE = r"\x1B\[[0-9;]*[A-Za-z]"
 _GARBAGE_RE = r"[\x00-\x08\x0E-\x1A\x1C-\x1F\x7F\uFFFD]"
@@ -143,28 +144,34 @@ def _hadoop_path(path: str) -> str:
     return "file://" + escaped
 
 
-def read_numbered_lines(spark: SparkSession, files: Sequence[InputFile]) -> DataFrame:
-    """(file, line, raw) for every physical line; `file` is the path as given to Spark."""
-    from pyspark.sql import Window
+def read_numbered_lines(spark: SparkSession, files: Sequence[InputFile]) -> tuple[DataFrame, list[Any]]:
+    """(file, line, raw, following) for every coordinator-looking line, and one row per split
+    with its line, garbage and oversized counts (logs_scan: each file read once, by the workers)."""
     from pyspark.sql import functions as F
 
-    spark.conf.set("spark.sql.files.ignoreCorruptFiles", "true")
-    paths = [_hadoop_path(f.path) for f in files]
-    df = spark.read.text(paths).select(
-        F.input_file_name().alias("uri"),
-        F.input_file_block_start().alias("block"),
-        F.monotonically_increasing_id().alias("id"),
-        F.col("value").alias("raw"),
+    splits = make_splits([(f.path, f.status) for f in files])
+    scanned = (
+        spark.sparkContext.parallelize(splits, len(splits))
+        .flatMap(scan_split)
+        .toDF(SCAN_SCHEMA)  # type: ignore[attr-defined]
+        .persist()
     )
-    blocks = df.groupBy("uri", "block").agg(F.count(F.lit(1)).alias("n"), F.min("id").alias("first_id"))
-    before = Window.partitionBy("uri").orderBy("block").rowsBetween(Window.unboundedPreceding, -1)
-    blocks = blocks.withColumn("offset", F.coalesce(F.sum("n").over(before), F.lit(0)))
-    numbered = df.join(F.broadcast(blocks.select("uri", "block", "first_id", "offset")), ["uri", "block"])
-    return numbered.select(
-        F.regexp_replace(F.expr("url_decode(replace(uri, '+', '%2B'))"), "^file:(//)?", "").alias("file"),
-        (F.col("id") - F.col("first_id") + F.col("offset") + 1).alias("line"),
-        "raw",
+    counts = scanned.filter(F.col("kind") == "split").select("file", "split", "lines", "garbage", "oversized").collect()
+    offsets: dict[tuple[str, int], int] = {}
+    for path in dict.fromkeys(f.path for f in files):
+        total = 0
+        for row in sorted((r for r in counts if r["file"] == path), key=lambda r: r["split"]):
+            offsets[(path, row["split"])] = total
+            total += row["lines"]
+    offset_of = F.create_map(*[F.lit(x) for (path, split), off in offsets.items() for x in (f"{split}:{path}", off)])
+    key = F.concat_ws(":", F.col("split").cast("string"), F.col("file"))
+    lines = scanned.filter(F.col("kind") == "line").select(
+        "file",
+        (F.col("local") + F.coalesce(offset_of[key], F.lit(0))).alias("line"),
+        F.col("text").alias("raw"),
+        "following",
     )
+    return lines, counts
 
 
 def _format_case(msg: Column, hint: Column) -> Column:
@@ -200,6 +207,7 @@ def classify_lines(lines: DataFrame) -> DataFrame:
     df = lines.select(
         "file",
         "line",
+        "following",
         F.length(raw).alias("length"),
         clean.alias("clean"),
         F.regexp_replace(clean, PREFIX_RE, "").alias("stripped"),
@@ -244,6 +252,7 @@ def classify_lines(lines: DataFrame) -> DataFrame:
     return df.select(
         "file",
         "line",
+        "following",
         "category",
         "ts",
         "level",
@@ -259,86 +268,111 @@ def classify_lines(lines: DataFrame) -> DataFrame:
 
 def parse_logs(spark: SparkSession, files: Sequence[InputFile]) -> ParseResult:
     """Classify every line, drop appender duplicates, join hard-wrapped heads; the counts add up
-    to the number of physical lines read."""
+    to the number of physical lines read. Only coordinator-looking lines reach the JVM's regexes
+    (the scanner counts the rest), so every join here is over a small table."""
     from pyspark.sql import functions as F
 
-    lines = read_numbered_lines(spark, files)
+    lines, split_counts = read_numbered_lines(spark, files)
     classified = classify_lines(lines).persist()
     counts = {name: 0 for name in CATEGORIES}
     per_file: dict[str, int] = {}
-    for row in classified.groupBy("file", "category").count().collect():
-        counts[row["category"]] += row["count"]
-        per_file[row["file"]] = per_file.get(row["file"], 0) + row["count"]
+    for split in split_counts:
+        per_file[split["file"]] = per_file.get(split["file"], 0) + split["lines"]
+        counts["garbage"] += split["garbage"]
+        counts["oversized"] += split["oversized"]
+        counts["noise"] += split["lines"] - split["garbage"] - split["oversized"]
+    for row in classified.groupBy("category").count().collect():
+        if row["category"] != "noise":  # the scanner counted every line it passed on as noise
+            counts[row["category"]] += row["count"]
+            counts["noise"] -= row["count"]
 
     # Duplicated appenders: the same entry again on the very next line.
     candidates = classified.filter(F.col("category").isin("event", "unparsed"))
     previous = candidates.select("file", (F.col("line") + 1).alias("line"), F.col("stripped"))
-    duplicates = candidates.join(previous, ["file", "line", "stripped"], "left_semi")
-    for row in duplicates.groupBy("category").count().collect():
-        counts[row["category"]] -= row["count"]
-        counts["duplicate"] += row["count"]
-    events = classified.filter(F.col("category") == "event").join(
-        duplicates.select("file", "line"), ["file", "line"], "left_anti"
-    )
+    duplicates = candidates.join(previous, ["file", "line", "stripped"], "left_semi").select("file", "line", "category")
+    duplicate_rows = duplicates.collect()
+    for row in duplicate_rows:
+        counts[row["category"]] -= 1
+        counts["duplicate"] += 1
+    events = classified.filter(F.col("category") == "event")
+    if duplicate_rows:
+        events = events.join(F.broadcast(duplicates.select("file", "line")), ["file", "line"], "left_anti")
 
-    # Hard-wrapped entries: an unparsed head without its logger, continued on the next lines.
-    heads = (
-        classified.filter((F.col("category") == "unparsed") & (F.col("logger") == "") & (F.col("ts") != ""))
-        .join(duplicates.select("file", "line"), ["file", "line"], "left_anti")
-        .select("file", "line", "ts", "level", "broker", "msg", "stripped")
-    )
+    # Hard-wrapped entries: an unparsed head without its logger, continued on the next lines
+    # (which the scanner sent along with it).
+    duplicated = {(r["file"], r["line"]) for r in duplicate_rows}
+    head_rows = [
+        r
+        for r in classified.filter((F.col("category") == "unparsed") & (F.col("logger") == "") & (F.col("ts") != ""))
+        .select("file", "line", "ts", "level", "broker", "msg", "stripped", "following")
+        .limit(100_000)
+        .collect()
+        if (r["file"], r["line"]) not in duplicated
+    ]
     extra: list[dict[str, Any]] = []
-    head_rows = heads.limit(100_000).collect()
     if head_rows:
         wanted = spark.createDataFrame(
             [(r["file"], r["line"] + k) for r in head_rows for k in (1, 2, 3)], "file string, line long"
         )
-        nexts = classified.join(F.broadcast(wanted), ["file", "line"]).select(
-            "file", "line", "category", "ts", "stripped"
-        )
-        following = {(r["file"], r["line"]): r for r in nexts.collect()}
+        passed_on = classified.join(F.broadcast(wanted), ["file", "line"]).select("file", "line", "category")
+        category_of = {(r["file"], r["line"]): r["category"] for r in passed_on.collect()}
         for head in head_rows:
-            text, used = head["msg"], []
-            for k in (1, 2, 3):
-                nxt = following.get((head["file"], head["line"] + k))
-                if nxt is None or _ENTRY.search(nxt["stripped"]) or nxt["category"] not in ("noise", "unparsed"):
-                    break
-                text = f"{text} {nxt['stripped'].strip()}"
-                used.append(nxt)
-                joined = _strip_logger(text)
-                found = match_message(joined)
-                if found is None:
-                    continue
-                fmt, values = found
-                extra.append(
-                    {
-                        "file": head["file"],
-                        "line": head["line"],
-                        "ts": head["ts"],
-                        "broker": head["broker"],
-                        "level": head["level"],
-                        "kind": fmt.kind,
-                        "format": fmt.name,
-                        **{name: values.get(name, "") for name in FIELDS},
-                        "text": head["stripped"] + "\n" + "\n".join(r["stripped"] for r in used),
-                    }
-                )
-                counts["unparsed"] -= 1
-                counts["event"] += 1
-                for row in used:
-                    counts[row["category"]] -= 1
-                    counts["continuation"] += 1
-                break
+            extra.extend(_join_continuation(head, category_of, counts))
     events = events.select(*[F.col(c) for c in _EVENT_COLUMNS[:-1]], F.col("stripped").alias("text"))
     return ParseResult(events, counts, extra, per_file)
 
 
-_ENTRY = __import__("re").compile(ENTRY_RE)
+def _join_continuation(
+    head: Any, category_of: dict[tuple[str, int], str], counts: dict[str, int]
+) -> list[dict[str, Any]]:
+    """The head joined with up to three following lines when that makes a known message; the
+    counts move the head to `event` and the lines used to `continuation`."""
+    text, used = head["msg"], []
+    for k, raw in enumerate(head["following"] or [], start=1):
+        category = category_of.get((head["file"], head["line"] + k)) or _scanned_category(raw)
+        stripped = re.sub(PREFIX_RE, "", re.sub(_ANSI_RE, "", raw[:MAX_LINE]), count=1)
+        if _ENTRY.search(stripped) or category not in ("noise", "unparsed"):
+            break
+        text = f"{text} {stripped.strip()}"
+        used.append((category, stripped))
+        found = match_message(_strip_logger(text))
+        if found is None:
+            continue
+        fmt, values = found
+        counts["unparsed"] -= 1
+        counts["event"] += 1
+        for category_used, _ in used:
+            counts[category_used] -= 1
+            counts["continuation"] += 1
+        return [
+            {
+                "file": head["file"],
+                "line": head["line"],
+                "ts": head["ts"],
+                "broker": head["broker"],
+                "level": head["level"],
+                "kind": fmt.kind,
+                "format": fmt.name,
+                **{name: values.get(name, "") for name in FIELDS},
+                "text": head["stripped"] + "\n" + "\n".join(s for _, s in used),
+            }
+        ]
+    return []
+
+
+def _scanned_category(raw: str) -> str:
+    """The category the scanner gave a line it did not pass on."""
+    if len(raw) > MAX_LINE:
+        return "oversized"
+    if re.search(_GARBAGE_RE, raw):
+        return "garbage"
+    return "noise"
+
+
+_ENTRY = re.compile(ENTRY_RE)
 
 
 def _strip_logger(text: str) -> str:
-    import re
-
     return re.sub(_LOGGER_SUFFIX_RE, "", text)
 
 

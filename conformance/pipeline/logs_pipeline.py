@@ -2,8 +2,8 @@
 the workers, write Parquet (events, findings, groups), summary.json and the timeline page.
 
 Why the history check runs in Python on the workers: it is per group and sequential (a small
-state machine over a group's events, which are a tiny fraction of the lines), so a groupByKey
-over events is cheap, while the per-line work stays in the JVM (logs_parse.py).
+state machine over a group's events, which are a tiny fraction of the lines); the JVM groups
+the events (groupBy + collect_list), so Python receives one row per group, not one per event.
 """
 
 from __future__ import annotations
@@ -113,11 +113,12 @@ def run_logs(
     events.write.mode("overwrite").parquet(str(out / "events"))
     say("checking group histories")
     cfg = config
+    # The JVM groups the events (a shuffle of small rows); Python sees one row per group.
     checked = (
         events.filter(F.col("group") != "")
-        .rdd.map(lambda r: (r["group"], r.asDict()))
-        .groupByKey()
-        .map(lambda item: _check_one(item, cfg))
+        .groupBy("group")
+        .agg(F.collect_list(F.struct(*events.columns)).alias("events"))
+        .rdd.map(lambda row: _check_one((row["group"], row["events"]), cfg))
         .collect()
     )
     events.unpersist()
