@@ -27,3 +27,13 @@ if [ ! -x /usr/bin/chromium ] && [ -z "${KGC_CHROMIUM:-}" ]; then
     echo "setup: /usr/bin/chromium missing: run 'apt-get install -y chromium' as root, or set KGC_CHROMIUM" >&2
   fi
 fi
+# The reference coordinator (reference/kafka-coordinator): Kafka 3.9.1's own GroupCoordinator driven
+# in-process, the oracle `kgc replay --reference kafka` runs scenarios on. Built with Maven from
+# pinned Maven Central artifacts; without mvn the rest of kgc works and the reference commands say
+# how to get it (exit code 25).
+if command -v mvn >/dev/null 2>&1; then
+  (cd reference/kafka-coordinator && mvn -q -B package >/dev/null 2>&1) \
+    || echo "setup: the reference coordinator did not build (cd reference/kafka-coordinator && mvn -B package shows why)" >&2
+else
+  echo "setup: mvn not found: the Kafka reference coordinator is not built; install Maven 3 and a JDK 17 (apt-get install -y maven openjdk-17-jdk-headless) and re-run scripts/setup.sh" >&2
+fi

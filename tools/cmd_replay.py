@@ -3,6 +3,10 @@
 Exit 0 when every file passes, 1 when any fails, 2 when any file is not a valid scenario
 (invalid wins over failed: a broken file means the run did not test what it claims). One line
 per file, in the order given: `PASS name`, `FAIL name: step N: ...`, `ERROR file: step N: ...`.
+`--reference kafka` runs the files on Kafka 3.9.1's own GroupCoordinator instead (the reference
+program reference/kafka-coordinator, one JVM for the run); a failure listed with its Kafka code (at its
+listed step) in conformance/reference/explained.py prints `EXPLAINED name: step N: ... (why)` and does not
+fail the run; without the built reference the exit code is 25 with how to build it.
 `--bug NAME` (or KGC_IMPL_BUG) runs a seeded-bug coordinator (conformance/seeded_bugs.py), so
 that a scenario `kgc fuzz --bug NAME` saved reproduces its failure; an unknown name is usage
 (exit 2).
@@ -88,6 +92,14 @@ def replay_command(
         ),
     ] = False,
     junit: JunitOption = None,
+    reference: Annotated[
+        str | None,
+        typer.Option(
+            "--reference",
+            help="Run on a reference coordinator instead of kgc's: `kafka` (Kafka 3.9.1's own GroupCoordinator "
+            "in the reference JVM, built by scripts/setup.sh).",
+        ),
+    ] = None,
     log: Annotated[
         Path | None,
         typer.Option(
@@ -99,6 +111,8 @@ def replay_command(
 ) -> None:
     """Run scenario files against the Python coordinator: PASS, FAIL at the first step that
     did not hold, or ERROR for a file that is not a valid scenario."""
+    if reference is not None:
+        raise typer.Exit(_replay_on_reference(files, reference))
     try:
         cls = coordinator_class(bug)
     except KeyError as e:
@@ -143,3 +157,44 @@ def _replay_logged(files: list[Path], log: Path, cls: Any, durable: bool, cases:
 
 def register(app: typer.Typer) -> None:
     app.command("replay")(replay_command)
+
+
+def replay_on_kafka(files: list[Path], echo: Callable[[str], None] = print) -> int:
+    """Each file on Kafka's own coordinator (one reference JVM for all of them)."""
+    from kgc.conformance.reference.explained import EXPLAINED_DIFFERENCES
+    from kgc.conformance.reference.kafka_coordinator import KafkaReference
+    from kgc.conformance.reference.replay import run_scenario_on_kafka
+
+    worst = EXIT_PASS
+    with KafkaReference() as kafka:
+        for path in files:
+            try:
+                result = run_scenario_on_kafka(load_scenario(path), kafka)
+            except ScenarioError as e:
+                echo(f"ERROR {e}")
+                worst = max(worst, EXIT_INVALID)
+                continue
+            explained = EXPLAINED_DIFFERENCES.get(result.name)
+            if result.failure is None:
+                # a listed difference may not show (HashMap order can pick the expected member)
+                echo(f"PASS {result.name}")
+            elif explained is not None and explained[0] == result.failure.step:
+                echo(f"EXPLAINED {result.name}: {result.failure} ({explained[1]})")
+            else:
+                echo(f"FAIL {result.name}: {result.failure}")
+                worst = max(worst, EXIT_FAIL)
+    return worst
+
+
+def _replay_on_reference(files: list[Path], reference: str) -> int:
+    from kgc.conformance.reference.kafka_coordinator import ReferenceMissingError
+    from kgc.tools.exit_codes import ExitCode
+
+    if reference != "kafka":
+        typer.echo(f"kgc replay: error: --reference {reference!r}: the only reference is 'kafka'", err=True)
+        return EXIT_INVALID
+    try:
+        return replay_on_kafka(files, echo=typer.echo)
+    except ReferenceMissingError as e:
+        typer.echo(f"kgc replay: error: {e}", err=True)
+        return int(ExitCode.REFERENCE_MISSING)

