@@ -29,6 +29,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "kgc.tools.cmd_check",
     "kgc.tools.cmd_prove",
     "kgc.tools.cmd_replay",
+    "kgc.tools.cmd_diff",
     "kgc.tools.cmd_simulate",
     "kgc.tools.cmd_conform",
     "kgc.tools.cmd_replay_cex",

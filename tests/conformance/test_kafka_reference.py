@@ -81,3 +81,23 @@ def test_kgc_replay_reference_kafka_exit_codes(tmp_path: Path) -> None:
     )
     assert missing.returncode == ExitCode.REFERENCE_MISSING, missing.stderr
     assert "not built" in missing.stderr and "scripts/setup.sh" in missing.stderr
+
+
+def test_kgc_diff_scenarios_finds_no_difference_and_a_seeded_bug(tmp_path: Path) -> None:
+    """kgc diff over every scenario: zero differences with kgc's coordinator; a seeded bug (an
+    emptied group's generation reset to -1) differs from Kafka's code."""
+    same = subprocess.run(
+        [sys.executable, "-m", "kgc.tools.entry", "diff", "--scenarios", str(SCENARIOS[0].parent)],
+        capture_output=True,
+        text=True,
+    )
+    assert same.returncode == 0, same.stdout[-3000:] + same.stderr
+    assert f"{len(SCENARIOS)} scenarios, 0 differ" in same.stdout
+    bugged = subprocess.run(
+        [sys.executable, "-m", "kgc.tools.entry", "diff", "--scenarios", str(SCENARIOS[0].parent)]
+        + ["--bug", "empty_generation_reset"],
+        capture_output=True,
+        text=True,
+    )
+    assert bugged.returncode == 1, bugged.stdout[-3000:] + bugged.stderr
+    assert "DIFF stable-leave: step 22: group 'g': generation: kgc -1, Kafka 3" in bugged.stdout
