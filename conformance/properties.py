@@ -286,7 +286,9 @@ def GroupSizeBounded(s: State, k: Constants) -> list[str]:
     minstance = s.get("minstance", {})
     dynamic = [m for m in _get(s, "members") if not minstance.get(m)]
     if s["gstate"] in ("CompletingRebalance", "Stable") and len(dynamic) > k.max_group_size:
-        bad.append(f"{len(dynamic)} dynamic members in {s['gstate']} > MaxGroupSize {k.max_group_size}")
+        bad.append(
+            f"{len(dynamic)} members in {s['gstate']} > MaxGroupSize {k.max_group_size} (static members not counted)"
+        )
     return bad
 
 
