@@ -82,6 +82,7 @@ REPORT_ORDER: tuple[str, ...] = (
     "pendingSync",
     "plan",
     "newMemberAdded",
+    "mtimeouts",
     "nextId",
     "store",
     "failovers",

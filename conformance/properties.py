@@ -171,6 +171,14 @@ def TypeOK(s: State, k: Constants) -> list[str]:
     common = members & set(_get(s, "pending"))
     need(not common, f"members and pending share {_show(common)}")
     need(isinstance(_get(s, "newMemberAdded"), bool), "newMemberAdded not a boolean")
+    if "mtimeouts" in s:  # [MemberIds -> Nat \X Nat], a tuple
+        mt = s["mtimeouts"]
+        need(
+            isinstance(mt, tuple)
+            and len(mt) == k.num_ids
+            and all(isinstance(p, tuple) and len(p) == 2 and all(is_nat(x) for x in p) for p in mt),
+            f"mtimeouts = {_show(mt)}",
+        )
     next_id = _get(s, "nextId")
     need(isinstance(next_id, int) and 1 <= next_id <= k.num_ids + 1, f"nextId = {next_id}")
     if "store" in s:

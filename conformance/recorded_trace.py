@@ -43,6 +43,11 @@ class TraceConstants:
     failovers: int = 0
     ms_per_unit: int = 1
     store_async: bool = False  # the spec's StoreAsync (a deferred group store)
+    #: (client, session, rebalance) of clients sending other timeouts than Session/Rebalance
+    client_timeouts: tuple[tuple[str, int, int], ...] = ()
+    #: group.min/max.session.timeout.ms in spec units (the spec's MinSession/MaxSession)
+    min_session: int = 0
+    max_session: int = 1000000
 
     def batch_key(self) -> tuple[Any, ...]:
         """Traces with equal keys can share one TLC run (ids, clients and failovers merge)."""
@@ -53,6 +58,9 @@ class TraceConstants:
             self.new_member_timeout,
             self.max_group_size,
             self.store_async,
+            self.client_timeouts,
+            self.min_session,
+            self.max_session,
         )
 
 
@@ -124,6 +132,7 @@ def read_trace(path: Path) -> RecordedTrace:
     try:
         consts = dict(meta["constants"])
         consts["clients"] = tuple(consts["clients"])
+        consts["client_timeouts"] = tuple((str(c), int(s), int(r)) for c, s, r in consts.get("client_timeouts", ()))
         constants = TraceConstants(**consts)
         model_values = set(meta.get("modelValues", []))
     except (KeyError, TypeError, ValueError) as err:

@@ -367,7 +367,12 @@ class RunRecorder:
     # -- result -------------------------------------------------------------------------------
     def trace_constants(self) -> TraceConstants:
         k = self.constants
+        cfg = self.world.coordinator.config
+        unit = k.ms_per_unit
         return TraceConstants(
+            client_timeouts=k.client_timeouts,
+            min_session=-(-cfg.min_session_timeout_ms // unit),  # a session s units is valid iff
+            max_session=cfg.max_session_timeout_ms // unit,  # min_ms <= s * unit <= max_ms
             session=k.session,
             rebalance=k.rebalance,
             initial_delay=k.initial_delay,
@@ -423,14 +428,14 @@ _BY_PHASE: dict[str, tuple[str, ...]] = {
     ),
     "JoinWait": ("ClientAbandon", "LeaveGroup", "ClientCrash"),
     "SyncWait": ("Heartbeat", "ClientAbandon", "LeaveGroup", "ClientCrash"),
-    "Joined": ("SyncGroupLeader", "SyncGroupFollower", "Heartbeat", "LeaveGroup", "ClientCrash"),
-    "Stable": ("Heartbeat", "ClientRejoin", "LeaveGroup", "ClientCrash"),
+    "Joined": ("SyncGroupLeader", "SyncGroupFollower", "Heartbeat", "ClientRejoin", "LeaveGroup", "ClientCrash"),
+    "Stable": ("Heartbeat", "ClientRejoin", "LeaveGroup", "ClientCrash", "SyncGroupLeader", "SyncGroupFollower"),
 }
 
 
 def enabled_actions(
     rec: RunRecorder,
-    faults: Iterable[str] = ("crash", "abandon", "leave", "rejoin", "change"),
+    faults: Iterable[str] = ("crash", "abandon", "leave", "rejoin", "change", "resync", "early-rejoin"),
     join_flavours: Iterable[bool] = (True, False),
     allow_failover: bool = True,
 ) -> list[tuple[str, str | None, bool]]:
@@ -443,6 +448,10 @@ def enabled_actions(
         phase = world.clients[c].phase
         for name in _BY_PHASE[phase]:
             if name in gated and gated[name] not in faults:
+                continue
+            if phase == "Stable" and name.startswith("SyncGroup") and "resync" not in faults:
+                continue
+            if phase == "Joined" and name == "ClientRejoin" and "early-rejoin" not in faults:
                 continue
             flags: Sequence[bool] = (False,)
             if name == "JoinGroupUnknownMember":
@@ -567,7 +576,16 @@ def scenario_constants(scenario: Any) -> tuple[SpecConstants, str]:
     unit = _scenario_unit(scenario, new_member_ms)
     unknown = sum(1 for j in joins if j.member == "" and j.group == group)
     unloads = sum(1 for s in scenario.steps if isinstance(s, Unload) and s.group == group)
+    # The lifter hands c1, c2, ... to the group's modelled unknown-member joins in order; each
+    # client keeps that join's timeouts (the spec's SessionOf / RebalanceOf).
+    fresh = [j for j in joins if j.member == "" and j.group == group and _static_unmodelled(j) is None]
+    client_timeouts = tuple(
+        (f"c{n}", j.session_timeout_ms // unit, j.rebalance_timeout_ms // unit)
+        for n, j in enumerate(fresh, start=1)
+        if (j.session_timeout_ms, j.rebalance_timeout_ms) != (session, rebalance)
+    )
     return SpecConstants(
+        client_timeouts=client_timeouts,
         clients=tuple(f"c{n}" for n in range(1, max(1, unknown) + 1)),
         num_ids=max(1, unknown),
         session=session // unit,
@@ -600,6 +618,15 @@ def record_scenario(scenario: Any, coordinator_class: type[GroupCoordinator] = G
             break
         lifter.run(index, step)
     return rec.trace()
+
+
+def _static_unmodelled(step: Any) -> str | None:
+    """Why the spec cannot take this JoinGroup whoever sends it, or None."""
+    if step.instance is not None:
+        return "a static member (group.instance.id)"
+    if step.protocol_type != "consumer" or len(step.protocols) != 1:
+        return "protocol selection"
+    return None
 
 
 class _ScenarioLifter:
@@ -733,19 +760,16 @@ class _ScenarioLifter:
 
         self.rec.outsider(send, origin)
 
-    def _modelled_join(self, step: Any) -> str | None:
+    def _timeouts_unmodelled(self, step: Any, client: str) -> str | None:
         k = self.k
-        if step.instance is not None:
-            return "a static member (group.instance.id)"
-        if step.session_timeout_ms != k.ms(k.session) or step.rebalance_timeout_ms != k.ms(k.rebalance):
-            return "timeouts other than the model's"
-        if step.protocol_type != "consumer" or len(step.protocols) != 1:
-            return "protocol selection"
+        session, rebalance = k.timeouts_of(client)
+        if (step.session_timeout_ms, step.rebalance_timeout_ms) != (k.ms(session), k.ms(rebalance)):
+            return "a consumer changing its timeouts"
         return None
 
     def join(self, where: str, step: Any, member: str) -> None:
         rec = self.rec
-        why = self._modelled_join(step)
+        why = _static_unmodelled(step)
         if why is not None:
             self._as_outsider(where, step, member, why)
             return
@@ -762,10 +786,14 @@ class _ScenarioLifter:
         if c is None:
             self._as_outsider(where, step, member, "a member id no consumer holds")
             return
+        why = self._timeouts_unmodelled(step, c)
+        if why is not None:
+            self._as_outsider(where, step, member, why)
+            return
         view = rec.world.clients[c]
         if view.phase in ("JoinWait", "SyncWait"):
             rec.step("ClientAbandon", c, origin=f"{where}: {c} gives up its parked request")
-        elif view.phase == "Stable":
+        elif view.phase in ("Joined", "Stable"):
             rec.step("ClientRejoin", c, origin=f"{where}: {c} decides to rejoin")
         elif view.phase != "Unjoined":
             self._as_outsider(where, step, member, f"its consumer is {view.phase}")
@@ -817,7 +845,12 @@ class _ScenarioLifter:
             self._as_outsider(where, step, member, f"generation {step.generation}, its consumer has {view.gen}")
             return
         if kind == "sync":
-            if view.phase != "Joined":
+            group = rec.world.group
+            resync = view.phase == "Stable" and group is not None and group.is_(GroupState.Stable)
+            # A Stable consumer's second SyncGroup is the spec's resync only while the group is
+            # Stable (answered with the assignment again); otherwise it is read as an outsider's
+            # request, which keeps the consumer's generation for its next requests.
+            if view.phase != "Joined" and not resync:
                 self._as_outsider(where, step, member, f"its consumer is {view.phase}")
                 return
             name = "SyncGroupLeader" if view.leader else "SyncGroupFollower"

@@ -10,7 +10,8 @@ that spec model, as far as the implementation's code allows.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from kgc.impl.coordinator import (
     UNKNOWN_MEMBER_ID,
@@ -18,7 +19,10 @@ from kgc.impl.coordinator import (
     Dead,
     Empty,
     GroupCoordinator,
+    JoinGroupResponseMember,
     JoinGroupResult,
+    LeaveGroupResult,
+    LeaveMemberIdentity,
     PreparingRebalance,
     Stable,
     SyncGroupResult,
@@ -245,6 +249,76 @@ class RebalanceTimeoutKeepsMember(GroupCoordinator):
         self._schedule_pending_sync(group)
 
 
+class TwoLeaders(GroupCoordinator):
+    """A known member rejoining in CompletingRebalance with unchanged metadata is told that it
+    leads the generation (and given the member list), whoever the leader is."""
+
+    _rejoining: str | None = None
+
+    def _do_current_member_join_group(self, group: GroupMetadata, member_id: str, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        self._rejoining = member_id
+        try:
+            super()._do_current_member_join_group(group, member_id, *args, **kwargs)
+        finally:
+            self._rejoining = None
+
+    def _current_join_result(
+        self, group: GroupMetadata, member_id: str, with_members: bool, leader_id: str | None = None
+    ) -> JoinGroupResult:
+        if group.is_(CompletingRebalance) and member_id == self._rejoining:
+            return super()._current_join_result(group, member_id, True, member_id)
+        return super()._current_join_result(group, member_id, with_members, leader_id)
+
+
+class LeaderGivenStaleMembers(GroupCoordinator):
+    """onCompleteJoin hands the leader the member list from before the members that did not
+    rejoin were removed, so it assigns partitions to members outside the generation."""
+
+    _stale: list[MemberMetadata] | None = None
+
+    def on_complete_join(self, group: GroupMetadata) -> None:
+        self._stale = list(group.all_member_metadata())
+        try:
+            super().on_complete_join(group)
+        finally:
+            self._stale = None
+
+    def _current_join_result(
+        self, group: GroupMetadata, member_id: str, with_members: bool, leader_id: str | None = None
+    ) -> JoinGroupResult:
+        result = super()._current_join_result(group, member_id, with_members, leader_id)
+        if not with_members or self._stale is None:
+            return result
+        listed = {m.member_id for m in result.members}
+        gone = [
+            JoinGroupResponseMember(
+                m.member_id, m.group_instance_id, dict(m.protocols).get(group.protocol_name or "", "")
+            )
+            for m in self._stale
+            if m.member_id not in listed
+        ]
+        return replace(result, members=list(result.members) + gone)
+
+
+class PendingLeaveRebalances(GroupCoordinator):
+    """A pending member's LeaveGroup rebalances the group (maybePrepareRebalance) instead of
+    only re-checking a join in progress."""
+
+    _leaving = False
+
+    def _leave_group(self, group_id: str, leaving_members: Sequence[LeaveMemberIdentity]) -> LeaveGroupResult:
+        self._leaving = True
+        try:
+            return super()._leave_group(group_id, leaving_members)
+        finally:
+            self._leaving = False
+
+    def _remove_pending_member_and_update_group(self, group: GroupMetadata, member_id: str) -> None:
+        super()._remove_pending_member_and_update_group(group, member_id)
+        if self._leaving:
+            self._maybe_prepare_rebalance(group)
+
+
 # -- the areas the spec does not model yet (static membership, the asynchronous store, offset
 # -- commits, the loading window): caught by the format-2 scenarios (`kgc replay --bug`), not by
 # -- conform / validate / fuzz, which is why they are kept apart from BUGS.
@@ -359,6 +433,9 @@ BUGS: dict[str, type[GroupCoordinator]] = {
     "leader_not_reassigned": LeaderNotReassigned,
     "session_expiry_keeps_member": SessionExpiryKeepsMember,
     "rebalance_timeout_keeps_member": RebalanceTimeoutKeepsMember,
+    "two_leaders": TwoLeaders,
+    "leader_given_stale_members": LeaderGivenStaleMembers,
+    "pending_leave_rebalances": PendingLeaveRebalances,
 }
 
 

@@ -88,6 +88,7 @@ VAR_TYPES: dict[str, str] = {
     "pendingSync": "set",
     "plan": "set",
     "newMemberAdded": "bool",
+    "mtimeouts": "timeouts",
     "nextId": "int",
     "store": "record",
     "failovers": "int",
@@ -347,7 +348,16 @@ def _radix(kind: str, codes: dict[str, int]) -> int:
 class _ViewWriter:
     """view_text for one batch: a formatter per observed variable, made once."""
 
-    def __init__(self, shape: _Shape, clients: Sequence[str], codes: dict[str, int]) -> None:
+    def __init__(
+        self,
+        shape: _Shape,
+        clients: Sequence[str],
+        codes: dict[str, int],
+        num_ids: int = 0,
+        default_timeouts: tuple[int, int] = (0, 0),
+    ) -> None:
+        self.num_ids = num_ids
+        self.default_timeouts = default_timeouts
         self.shape = shape
         self.clients = tuple(clients)
         self.codes = codes
@@ -391,15 +401,31 @@ class _ViewWriter:
                 return _tuple(_scalar(vk, by_name.get(c, default), codes, index) for c in names)
 
             return per_client
+        if kind == "timeouts":  # a function on 1..NumIds of <<session, rebalance>>: a tuple to TLC
+
+            def per_member(v: Any) -> str:
+                pairs = list(v) + [self.default_timeouts] * (self.num_ids - len(v))
+                return _tuple(
+                    f"<<{_scalar('int', s, codes, index)}, {_scalar('int', r, codes, index)}>>" for s, r in pairs
+                )
+
+            return per_member
         return lambda v: _scalar(kind, v, codes, index)
 
     def text(self, state: dict[str, Any]) -> str:
         return "<<" + ", ".join(f(state[v]) for f, v in zip(self.formatters, self.variables)) + ">>"
 
 
-def view_text(state: dict[str, Any], shape: _Shape, clients: Sequence[str], codes: dict[str, int]) -> str:
+def view_text(
+    state: dict[str, Any],
+    shape: _Shape,
+    clients: Sequence[str],
+    codes: dict[str, int],
+    num_ids: int = 0,
+    default_timeouts: tuple[int, int] = (0, 0),
+) -> str:
     """TLC's ToString of `View` in the state the run observed."""
-    return _ViewWriter(shape, clients, codes).text(state)
+    return _ViewWriter(shape, clients, codes, num_ids, default_timeouts).text(state)
 
 
 def action_code(state: dict[str, Any], clients: Sequence[str]) -> int:
@@ -496,7 +522,7 @@ def build_module(
 
     acts: list[str] = []
     obs: list[str] = []
-    writer = _ViewWriter(shape, clients, codes)
+    writer = _ViewWriter(shape, clients, codes, consts.num_ids, (consts.session, consts.rebalance))
     for n, trace in enumerate(traces, start=1):
         last = len(trace.states) if stop_at is None else stop_at[n - 1] + 1
         codes_of = (str(action_code(s, clients)) for s in trace.states[:last])
@@ -520,6 +546,10 @@ def build_module(
     indices = (f"{_ident(c)} :> {i}" for i, c in enumerate(clients, start=1))
     lines.append("CI == (NoClient :> 0 @@ " + " @@ ".join(indices) + ")")
     lines.append("B_(x) == IF x THEN 1 ELSE 0")
+    for name, index in (("TSessionOf", 1), ("TRebalanceOf", 2)):  # SessionOf / RebalanceOf overridden
+        arms = [f"c = {_ident(c)} -> {t[index]}" for t in consts.client_timeouts for c in [t[0]]]
+        default = consts.session if index == 1 else consts.rebalance
+        lines.append(f"{name}(c) == " + (f"CASE {' [] '.join(arms)} [] OTHER -> {default}" if arms else str(default)))
     if "timers" in shape.variables:
         packed, plain = _packed_fields(shape)
         pack = "0"
@@ -551,16 +581,20 @@ def build_module(
         f"    NumIds = {consts.num_ids}",
         f"    Session = {consts.session}",
         f"    Rebalance = {consts.rebalance}",
+        f"    MinSession = {consts.min_session}",
+        f"    MaxSession = {consts.max_session}",
         f"    InitialDelay = {consts.initial_delay}",
         f"    NewMemberTimeout = {consts.new_member_timeout}",
         f"    MaxGroupSize = {max_group}",
         "    JoinFlavours = {TRUE, FALSE}",
-        '    ClientFaults = {"crash", "abandon", "leave", "rejoin", "change"}',
+        '    ClientFaults = {"crash", "abandon", "leave", "rejoin", "change", "resync", "early-rejoin"}',
         f"    MaxFailovers = {max(1, consts.failovers)}",
         "    Normalize = FALSE",
         '    Bug = "none"',
         f"    StoreAsync = {'TRUE' if consts.store_async else 'FALSE'}",
         "    StoreErrors <- AllAppendErrors",
+        "    SessionOf <- TSessionOf",
+        "    RebalanceOf <- TRebalanceOf",
     ]
     cfg.append(f"INVARIANTS {invariants}" if stop_at is None else "INVARIANT BeforeStop")
     cfg.append("CONSTANT Obs = {" + ", ".join(f'"{o}"' for o in obs) + "}")
@@ -768,6 +802,7 @@ _REPORT_ORDER = (
     "pendingSync",
     "plan",
     "newMemberAdded",
+    "mtimeouts",
     "nextId",
     "store",
     "writes",

@@ -7,6 +7,9 @@
 (* both off by default).  Protocol selection and offset commits are left   *)
 (* out: every member supports the one protocol, so `supportsProtocols`     *)
 (* always holds.                                                           *)
+(* Each client sends its own session and rebalance timeouts (SessionOf,    *)
+(* RebalanceOf; one Session and Rebalance for all unless a model          *)
+(* overrides them), and a member keeps those of its last JoinGroup.        *)
 (*                                                                         *)
 (* Granularity.  One spec step is one request handled by the coordinator   *)
 (* (the client sending it is part of the step), one timer firing, or one   *)
@@ -95,7 +98,8 @@ CONSTANTS
     NewMemberTimeout, \* GroupCoordinator.NewMemberJoinTimeoutMs, in spec units
     MaxGroupSize,     \* group.max.size
     JoinFlavours,     \* requireKnownMemberId values clients use (subset of BOOLEAN)
-    ClientFaults,     \* subset of {"crash", "abandon", "leave", "rejoin", "change"}
+    ClientFaults,     \* subset of {"crash", "abandon", "leave", "rejoin", "change", "resync",
+                      \*   "early-rejoin"}
     MaxFailovers,     \* how many times the group may be unloaded (0: never)
     Normalize,        \* relative clock and generations (liveness models)
     Bug               \* "none", or the name of one seeded defect
@@ -125,6 +129,22 @@ StaticSkipAssignment == {FALSE}
 NoInstance == {}
 InstanceOf(c) == IF \E I \in Instances : c \in I THEN CHOOSE I \in Instances : c \in I ELSE NoInstance
 
+(* ---- per-member timeouts ------------------------------------------------ *)
+(* A consumer sends its session.timeout.ms and max.poll.interval.ms in     *)
+(* every JoinGroup (JoinGroupRequest sessionTimeoutMs, rebalanceTimeoutMs); *)
+(* the coordinator keeps them per member (MemberMetadata, set by           *)
+(* addMemberAndRebalance and GroupMetadata.updateMember) and answers       *)
+(* INVALID_SESSION_TIMEOUT outside group.min/max.session.timeout.ms.       *)
+(* Definitions, not CONSTANTS: a model that gives clients their own        *)
+(* timeouts overrides them in its .cfg (SessionOf <- ..., or               *)
+(* MinSession = n), the others keep one Session and Rebalance for all.    *)
+SessionOf(c) == Session
+RebalanceOf(c) == Rebalance
+MinSession == 0                 \* group.min.session.timeout.ms
+MaxSession == 1000000           \* group.max.session.timeout.ms
+DefaultTimeouts == <<Session, Rebalance>>
+TimeoutsOf(c) == <<SessionOf(c), RebalanceOf(c)>>
+
 VARIABLES
     now,            \* the virtual clock
     timers,         \* live timer tasks, ordered by (deadline, creation)
@@ -144,6 +164,8 @@ VARIABLES
                     \*   assignments then, but nothing reads them before they are reset
                     \*   or overwritten)
     newMemberAdded, \* GroupMetadata.newMemberAdded
+    mtimeouts,      \* per member id: <<sessionTimeoutMs, rebalanceTimeoutMs>> of its
+                    \*   MemberMetadata (its last JoinGroup's); kept after it leaves
     nextId,         \* next member id to hand out
     store,          \* the group as last written to __consumer_offsets (storeGroup)
     failovers,      \* unloads so far
@@ -171,7 +193,7 @@ VARIABLES
 
 vars == <<now, timers, loaded, gstate, generation, leader, members, pending,
           awaitingJoin, awaitingSync, newMembers, pendingSync, plan, newMemberAdded,
-          nextId, store, failovers, cphase, cmember, cgen, cleader, cmembers,
+          mtimeouts, nextId, store, failovers, cphase, cmember, cgen, cleader, cmembers,
           cassign, cwait, genLeaders, genMembers, leaderLog, lastAction, writes,
           staticMembers, minstance, storeStatic>>
 
@@ -182,26 +204,28 @@ NoStore == [exists |-> FALSE, gen |-> 0, leader |-> NoMember, members |-> {}, pl
 (* Fields after `genMembers` are per-step scratch: ok (the step's          *)
 (* nondeterministic choices are valid), nlNeed / jlNeed (the candidates    *)
 (* for a leader choice the step had to make), resp, newId, dt (for         *)
-(* lastAction).                                                            *)
+(* lastAction), jt (the timeouts of the JoinGroup being handled).          *)
 
 Cur == [now |-> now, timers |-> timers, loaded |-> loaded, gstate |-> gstate,
         generation |-> generation, leader |-> leader, members |-> members,
         pending |-> pending, awaitingJoin |-> awaitingJoin, awaitingSync |-> awaitingSync,
         newMembers |-> newMembers, pendingSync |-> pendingSync, plan |-> plan,
-        newMemberAdded |-> newMemberAdded, nextId |-> nextId, store |-> store,
+        newMemberAdded |-> newMemberAdded, mtimeouts |-> mtimeouts, nextId |-> nextId, store |-> store,
         failovers |-> failovers, cphase |-> cphase, cmember |-> cmember, cgen |-> cgen,
         cleader |-> cleader, cmembers |-> cmembers, cassign |-> cassign, cwait |-> cwait,
         genLeaders |-> genLeaders, genMembers |-> genMembers, leaderLog |-> leaderLog,
         writes |-> writes,
         staticMembers |-> staticMembers, minstance |-> minstance, storeStatic |-> storeStatic,
-        ok |-> TRUE, nlNeed |-> {}, jlNeed |-> {}, resp |-> "NONE", newId |-> NoMember, dt |-> 0]
+        ok |-> TRUE, nlNeed |-> {}, jlNeed |-> {}, resp |-> "NONE", newId |-> NoMember, dt |-> 0,
+        jt |-> DefaultTimeouts]
 
 Commit(s, la) ==
     /\ now' = s.now /\ timers' = s.timers /\ loaded' = s.loaded /\ gstate' = s.gstate
     /\ generation' = s.generation /\ leader' = s.leader /\ members' = s.members
     /\ pending' = s.pending /\ awaitingJoin' = s.awaitingJoin /\ awaitingSync' = s.awaitingSync
     /\ newMembers' = s.newMembers /\ pendingSync' = s.pendingSync /\ plan' = s.plan
-    /\ newMemberAdded' = s.newMemberAdded /\ nextId' = s.nextId /\ store' = s.store
+    /\ newMemberAdded' = s.newMemberAdded /\ mtimeouts' = s.mtimeouts /\ nextId' = s.nextId
+    /\ store' = s.store
     /\ failovers' = s.failovers /\ cphase' = s.cphase /\ cmember' = s.cmember
     /\ cgen' = s.cgen /\ cleader' = s.cleader /\ cmembers' = s.cmembers
     /\ cassign' = s.cassign /\ cwait' = s.cwait /\ genLeaders' = s.genLeaders
@@ -251,7 +275,8 @@ Tmr(kind, m, dl, dur, g, d, r) ==
 
 (* SystemTimer.add: after every timer due no later (ties in creation order) *)
 Insert(q, t) ==
-    LET k == Cardinality({i \in DOMAIN q : q[i].deadline <= t.deadline})
+    LET k == IF Bug = "timer_inserted_first" THEN 0
+             ELSE Cardinality({i \in DOMAIN q : q[i].deadline <= t.deadline})
     IN SubSeq(q, 1, k) \o <<t>> \o SubSeq(q, k + 1, Len(q))
 
 AddTimer(s, t) == [s EXCEPT !.timers = Insert(@, t)]
@@ -410,7 +435,7 @@ ScheduleNext(s, m, d, durName) ==
     IN IF m \notin s1.members \/ HasSatisfied(s1, m, FALSE) THEN s1
        ELSE AddTimer(s1, Tmr("Heartbeat", m, s1.now + d, durName, NoGen, d, 0))
 
-ScheduleHeartbeat(s, m) == ScheduleNext(s, m, Session, "session")
+ScheduleHeartbeat(s, m) == ScheduleNext(s, m, s.mtimeouts[m][1], "session")
 
 RECURSIVE ScheduleAll(_, _)
 ScheduleAll(s, ms) ==
@@ -421,7 +446,10 @@ ScheduleAll(s, ms) ==
 (* GroupMetadata                                                           *)
 
 AllJoined(s) == s.members = s.awaitingJoin /\ s.pending = {}   \* hasAllMembersJoined
-RebalanceTimeoutOf(s) == IF s.members = {} THEN 0 ELSE Rebalance
+(* GroupMetadata.rebalanceTimeoutMs: the largest of the members' *)
+RebalanceTimeoutOf(s) ==
+    IF s.members = {} THEN 0
+    ELSE LET r == {s.mtimeouts[m][2] : m \in s.members} IN CHOOSE x \in r : \A y \in r : y <= x
 
 (* GroupMetadata.remove of the members M; nl is the new leader if the      *)
 (* leader is among them (members.keys.headOption).                         *)
@@ -618,7 +646,7 @@ AddMemberAndRebalance(s, m, c, jl) ==
     LET s0 == IF s.gstate = "PreparingRebalance" /\ s.generation = 0
               THEN [s EXCEPT !.newMemberAdded = TRUE] ELSE s
         s1 == [s0 EXCEPT !.members = @ \cup {m}, !.newMembers = @ \cup {m},
-                         !.awaitingJoin = @ \cup {m}, !.pending = @ \ {m},
+                         !.awaitingJoin = @ \cup {m}, !.pending = @ \ {m}, !.mtimeouts[m] = s0.jt,
                          !.leader = IF @ = NoMember THEN m ELSE @,
                          !.cphase[c] = "JoinWait", !.cwait[c] = m, !.resp = "PARKED"]
         s2 == ScheduleNext(s1, m, NewMemberTimeout, "newMember")
@@ -628,7 +656,7 @@ AddMemberAndRebalance(s, m, c, jl) ==
 (* any earlier one (of a request the client gave up on).                   *)
 UpdateMemberAndRebalance(s, m, c, jl) ==
     MaybePrepareRebalance([s EXCEPT !.awaitingJoin = @ \cup {m}, !.cphase[c] = "JoinWait",
-                                    !.cwait[c] = m, !.resp = "PARKED"], jl)
+                                    !.cwait[c] = m, !.resp = "PARKED", !.mtimeouts[m] = s.jt], jl)
 
 -----------------------------------------------------------------------------
 (* ---- static membership (group.instance.id) ----                          *)
@@ -733,8 +761,9 @@ DoNewMemberJoin(s, c, rk, jl) ==
     ELSE LET s0 == [s EXCEPT !.nextId = @ + 1, !.newId = m]
          IN IF rk
             THEN \* addPendingMember, addPendingMemberExpiration, MEMBER_ID_REQUIRED
+                 \* (Kafka keeps no MemberMetadata, so no timeouts, for a pending member)
                  LET s1 == AddTimer([s0 EXCEPT !.pending = @ \cup {m}],
-                                    Tmr("Pending", m, s0.now + Session, "session", NoGen, Session, 0))
+                                    Tmr("Pending", m, s0.now + s0.jt[1], "session", NoGen, s0.jt[1], 0))
                  IN ReplyJoin(s1, c, JoinErr("MEMBER_ID_REQUIRED", m))
             ELSE AddMemberAndRebalance(s0, m, c, jl)
 
@@ -759,9 +788,13 @@ DoCurrentMemberJoin(s, c, mid, chg, jl) ==
            [] OTHER -> ReplyJoin(s, c, JoinErr("UNKNOWN_MEMBER_ID", mid))
 
 (* handleJoinGroup for client c (member id cmember[c]). *)
-JoinGroupHandler(s, c, rk, chg, nl, jl) ==
-    LET mid == s.cmember[c] IN
+JoinGroupHandler(s0_, c, rk, chg, nl, jl) ==
+    LET mid == s0_.cmember[c]
+        s == [s0_ EXCEPT !.jt = TimeoutsOf(c)]
+    IN
     IF ~s.loaded THEN ReplyJoin(s, c, JoinErr("NOT_COORDINATOR", mid))
+    ELSE IF s.jt[1] < MinSession \/ s.jt[1] > MaxSession
+    THEN ReplyJoin(s, c, JoinErr("INVALID_SESSION_TIMEOUT", mid))
     ELSE IF s.gstate = "Dead" /\ mid # NoMember
     THEN ReplyJoin(s, c, JoinErr("UNKNOWN_MEMBER_ID", mid))
     ELSE LET s0 == IF s.gstate = "Dead" THEN CreateGroup(s) ELSE s
@@ -875,16 +908,23 @@ JoinGroupKnownMember(c, chg) ==
     /\ LET H(nl, jl) == JoinGroupHandler(Cur, c, FALSE, chg, nl, jl)
        IN RunWithChoices(H, LAMBDA r : LA("JoinGroupKnownMember", c, cmember[c], NoGen, chg, r))
 
+(* A client sends SyncGroup once it has its JoinGroup response; with the   *)
+(* fault "resync" a Stable client sends it again (its response was lost:  *)
+(* doSyncGroup in Stable answers the current assignment again).           *)
+SyncPhase(c) ==
+    \/ cphase[c] = "Joined"
+    \/ cphase[c] = "Stable" /\ "resync" \in ClientFaults
+
 (* handleSyncGroup from the member that believes it leads: it sends the    *)
 (* assignment; in CompletingRebalance the group becomes Stable.            *)
 SyncGroupLeader(c) ==
-    /\ cphase[c] = "Joined" /\ cleader[c]
+    /\ SyncPhase(c) /\ cleader[c]
     /\ LET s == SyncGroupHandler(Cur, c)
        IN Commit(s, LA("SyncGroupLeader", c, cmember[c], cgen[c], FALSE, s))
 
 (* handleSyncGroup from a follower: parked until the leader's assignment.  *)
 SyncGroupFollower(c) ==
-    /\ cphase[c] = "Joined" /\ ~cleader[c]
+    /\ SyncPhase(c) /\ ~cleader[c]
     /\ LET s == SyncGroupHandler(Cur, c)
        IN Commit(s, LA("SyncGroupFollower", c, cmember[c], cgen[c], FALSE, s))
 
@@ -1129,9 +1169,14 @@ NoIdLeft(c) ==
     /\ LET s == ResetClient(Cur, c, "Down")
        IN Commit(s, LA("NoIdLeft", c, NoMember, NoGen, FALSE, s))
 
-(* A Stable client decides to rejoin (subscription or metadata change). *)
+(* A client decides to rejoin (subscription or metadata change): a Stable *)
+(* one ("rejoin"), or ("early-rejoin") one holding its JoinGroup response *)
+(* that sends JoinGroup again instead of SyncGroup (a client other than   *)
+(* Kafka's AbstractCoordinator, which chains SyncGroup onto the response, *)
+(* may).                                                                   *)
 ClientRejoin(c) ==
-    /\ "rejoin" \in ClientFaults /\ cphase[c] = "Stable"
+    /\ \/ "rejoin" \in ClientFaults /\ cphase[c] = "Stable"
+       \/ "early-rejoin" \in ClientFaults /\ cphase[c] = "Joined"
     /\ LET s == ClientRejoins(Cur, c)
        IN Commit(s, LA("ClientRejoin", c, cmember[c], cgen[c], FALSE, s))
 
@@ -1140,7 +1185,8 @@ Init ==
     /\ now = 0 /\ timers = <<>> /\ loaded = TRUE /\ gstate = "Dead" /\ generation = 0
     /\ leader = NoMember /\ members = {} /\ pending = {} /\ awaitingJoin = {}
     /\ awaitingSync = {} /\ newMembers = {} /\ pendingSync = {} /\ plan = {}
-    /\ newMemberAdded = FALSE /\ nextId = 1 /\ store = NoStore /\ failovers = 0
+    /\ newMemberAdded = FALSE /\ mtimeouts = [m \in MemberIds |-> DefaultTimeouts]
+    /\ nextId = 1 /\ store = NoStore /\ failovers = 0
     /\ cphase = [c \in Clients |-> "Unjoined"] /\ cmember = [c \in Clients |-> NoMember]
     /\ cgen = [c \in Clients |-> NoGen] /\ cleader = [c \in Clients |-> FALSE]
     /\ cmembers = [c \in Clients |-> {}] /\ cassign = [c \in Clients |-> {}]
@@ -1225,6 +1271,7 @@ TypeOK ==
     /\ members \cap pending = {}
     /\ plan \subseteq MemberIds
     /\ newMemberAdded \in BOOLEAN
+    /\ mtimeouts \in [MemberIds -> Nat \X Nat]
     /\ nextId \in 1..(NumIds + 1)
     /\ store \in [exists : BOOLEAN, gen : Gens, leader : Ids, members : SUBSET MemberIds,
                   plan : SUBSET MemberIds]

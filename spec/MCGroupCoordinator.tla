@@ -22,7 +22,7 @@ StateBound == generation <= MaxGen /\ now <= MaxTime
 TimeFreeView ==
     <<[i \in DOMAIN timers |-> [timers[i] EXCEPT !.deadline = @ - now]],
       loaded, gstate, generation, leader, members, pending, awaitingJoin, awaitingSync,
-      newMembers, pendingSync, plan, newMemberAdded, nextId, store, failovers,
+      newMembers, pendingSync, plan, newMemberAdded, mtimeouts, nextId, store, failovers,
       cphase, cmember, cgen, cleader, cmembers, cassign, cwait, genLeaders, genMembers, leaderLog,
       writes, staticMembers, minstance, storeStatic>>
 
@@ -47,7 +47,7 @@ GenTimeFreeView ==
     <<[i \in DOMAIN timers |-> [timers[i] EXCEPT !.deadline = @ - now,
                                                !.gen = RelGen(@)]],
       loaded, gstate, generation = 0, leader, members, pending, awaitingJoin, awaitingSync,
-      newMembers, pendingSync, plan, newMemberAdded, nextId,
+      newMembers, pendingSync, plan, newMemberAdded, mtimeouts, nextId,
       [store EXCEPT !.gen = RelGen(@)], failovers,
       cphase, cmember, [c \in Clients |-> RelGen(cgen[c])], cleader, cmembers, cassign, cwait,
       genLeaders, genMembers,
@@ -67,5 +67,15 @@ StoreBound == Len(writes) <= MaxWrites
 (* instance id, and among the dynamic clients.                             *)
 InstanceSymmetry ==
     UNION {Permutations(I) : I \in Instances} \cup Permutations(Clients \ UNION Instances)
+
+(* Clients with timeouts of their own (timeouts.cfg): one client, SlowClient, *)
+(* sends SlowSession and SlowRebalance, the others Session and Rebalance.  A  *)
+(* model sets the three and overrides SessionOf <- MCSessionOf, RebalanceOf   *)
+(* <- MCRebalanceOf (GroupCoordinator.tla's per-client timeouts).             *)
+SlowClient == NoClient
+SlowSession == Session
+SlowRebalance == Rebalance
+MCSessionOf(c) == IF c = SlowClient THEN SlowSession ELSE Session
+MCRebalanceOf(c) == IF c = SlowClient THEN SlowRebalance ELSE Rebalance
 
 =============================================================================

@@ -38,6 +38,7 @@ SPEC_VARIABLES: tuple[str, ...] = (
     "pendingSync",
     "plan",
     "newMemberAdded",
+    "mtimeouts",
     "nextId",
     "store",
     "failovers",
@@ -100,15 +101,27 @@ class SpecConstants:
     store_async: bool = False
     """The spec's StoreAsync: group-metadata appends wait for StoreCallback steps (the world
     runs a DeferredGroupStore)."""
+    #: (client, session, rebalance) for clients whose JoinGroups carry other timeouts than
+    #: Session and Rebalance (the spec's SessionOf / RebalanceOf overridden)
+    client_timeouts: tuple[tuple[str, int, int], ...] = ()
 
     def ms(self, units: int) -> int:
         return units * self.ms_per_unit
+
+    def timeouts_of(self, client: str) -> tuple[int, int]:
+        """The (session, rebalance) timeouts, in spec units, client sends in every JoinGroup."""
+        for name, session, rebalance in self.client_timeouts:
+            if name == client:
+                return session, rebalance
+        return self.session, self.rebalance
 
     def group_config(self) -> GroupConfig:
         """Broker settings equal to the model's; session bounds wide enough for any model."""
         return GroupConfig(
             min_session_timeout_ms=1,
-            max_session_timeout_ms=max(self.ms(self.session), 1800000),
+            max_session_timeout_ms=max(
+                [self.ms(self.session), 1800000] + [self.ms(s) for _, s, _ in self.client_timeouts]
+            ),
             initial_rebalance_delay_ms=self.ms(self.initial_delay),
             max_group_size=self.max_group_size,
             new_member_join_timeout_ms=self.ms(self.new_member_timeout),
@@ -128,11 +141,13 @@ class SpecConstants:
             "bug": self.bug,
             "ms_per_unit": self.ms_per_unit,
             "store_async": self.store_async,
+            "client_timeouts": [list(t) for t in self.client_timeouts],
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SpecConstants:
-        return cls(**{**data, "clients": tuple(data["clients"])})
+        timeouts = tuple((str(c), int(s), int(r)) for c, s, r in data.get("client_timeouts", ()))
+        return cls(**{**data, "clients": tuple(data["clients"]), "client_timeouts": timeouts})
 
     @classmethod
     def from_cfg_text(cls, text: str, ms_per_unit: int = 1000) -> SpecConstants:
@@ -145,7 +160,18 @@ class SpecConstants:
             return values[name]
 
         clients = need("Clients")
+        slow = values.get("SlowClient")  # MCGroupCoordinator's client with its own timeouts
+        client_timeouts: tuple[tuple[str, int, int], ...] = ()
+        if slow is not None and str(slow) != "NoClient":
+            client_timeouts = (
+                (
+                    str(slow),
+                    int(values.get("SlowSession", need("Session"))),
+                    int(values.get("SlowRebalance", need("Rebalance"))),
+                ),
+            )
         return cls(
+            client_timeouts=client_timeouts,
             clients=tuple(sorted(str(c) for c in clients)),
             num_ids=int(need("NumIds")),
             session=int(need("Session")),

@@ -60,7 +60,9 @@ def _dur(world: World, op: Any, group: GroupMetadata | None) -> str:
         return "none"
     if op.is_pending:
         return "session"
-    session, new_member = world.k.ms(world.k.session), world.k.ms(world.k.new_member_timeout)
+    member_timeouts = world.member_timeouts.get(op.member_id)
+    session = member_timeouts[0] if member_timeouts is not None else world.k.ms(world.k.session)
+    new_member = world.k.ms(world.k.new_member_timeout)
     if op.delay_ms == new_member and op.delay_ms != session:
         return "newMember"
     if op.delay_ms == session and op.delay_ms != new_member:
@@ -141,6 +143,25 @@ def _callback_group(callback: Any) -> Any:
     return callback.__closure__[code.co_freevars.index("group")].cell_contents
 
 
+def _member_timeouts(world: World) -> tuple[tuple[int, int], ...]:
+    """mtimeouts: every spec member id's timeouts as last seen in the group, in spec units;
+    <<Session, Rebalance>> for ids not handed out or never a member (a pending member's
+    timeouts are not kept by Kafka, nor by the spec). A function on 1..NumIds is a tuple
+    to TLC, so it is one here too."""
+    k = world.k
+    default = (k.session, k.rebalance)
+    out = []
+    for spec_id in range(1, k.num_ids + 1):
+        member = world.ids.impl_or_none(spec_id)
+        seen = world.member_timeouts.get(member) if member is not None else None
+        out.append(
+            (_duration(world, seen[0], "session timeout"), _duration(world, seen[1], "rebalance timeout"))
+            if seen is not None
+            else default
+        )
+    return tuple(out)
+
+
 def writes_of(world: World) -> tuple[Record, ...]:
     """The spec's `writes`: the group's appends in flight in the world's deferred store, oldest
     first; Empty for a record without members (onCompleteJoin's), else Sync (the leader's
@@ -203,6 +224,8 @@ def coordinator_variables(world: World, history: bool) -> dict[str, TlaValue]:
     group = world.group
     if group is not None:
         members = list(group.members.values())
+        for m in members:
+            world.member_timeouts[m.member_id] = (m.session_timeout_ms, m.rebalance_timeout_ms)
         gen = group.generation_id
         leaders = frozenset(ids.spec(m) for g, g_gen, m in world.self_leaders if g is group and g_gen == gen)
         settled = group.state in (GroupState.CompletingRebalance, GroupState.Stable)
@@ -246,6 +269,7 @@ def coordinator_variables(world: World, history: bool) -> dict[str, TlaValue]:
         "timers": tuple(timer_record(world, op) for op in ops),
         "loaded": world.coordinator.is_coordinator_for(GROUP_ID),
         **live,
+        "mtimeouts": _member_timeouts(world),
         "nextId": len(ids) + 1,
         "store": _store(world, history),
         "failovers": world.failovers,

@@ -148,6 +148,9 @@ class World:
         self.ids = IdMap()
         self.failovers = 0
         self.orphaned: set[str] = set()  # member ids Kafka drops on an orphaning path
+        # (session, rebalance) ms of every member id as last seen in the group: the spec's
+        # mtimeouts keeps them after the member is gone, the coordinator does not
+        self.member_timeouts: dict[str, tuple[int, int]] = {}
         self.offset_ms = 0
         self.step = 0
         self.produced: list[Produced] = []

@@ -22,7 +22,7 @@ CONSTANTS
     NewMemberTimeout = 3
     MaxGroupSize = 2
     JoinFlavours = {TRUE, FALSE}
-    ClientFaults = {"crash", "abandon", "leave", "rejoin", "change"}
+    ClientFaults = {"crash", "abandon", "leave", "rejoin", "change", "resync", "early-rejoin"}
     MaxFailovers = 1
     Normalize = FALSE
     MaxGen = 6

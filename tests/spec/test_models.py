@@ -52,6 +52,7 @@ class Expect:
 
 BUGS: dict[str, Expect] = {
     "bug_empty_generation_reset": Expect("TypeOK", "invariant"),
+    "bug_timer_inserted_first": Expect("TimersOrdered", "invariant"),
     "bug_two_leaders": Expect("SingleLeaderPerGeneration", "invariant"),
     "bug_static_replace_keeps_old_member": Expect("OneOwnerPerInstanceId", "invariant"),
     "bug_static_replace_not_stored": Expect("MemberIdSurvivesReload", "invariant"),

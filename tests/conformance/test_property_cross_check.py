@@ -1,0 +1,67 @@
+"""One property, three definitions (TLA+ in spec/GroupCoordinator.tla, Python in
+conformance/properties.py, Z3 in conformance/proofs/invariants.py), run on the same states:
+every state TLC reaches in simulation of `failover` satisfies the Python invariants and the
+Z3 invariants (TLC has checked the TLA+ ones on them), and the last state of each spec bug's
+counterexample, which breaks the TLA+ property, breaks the Python and the Z3 definition too.
+If one definition is weakened or drifts, one of the two directions fails.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kgc.conformance import properties
+from kgc.conformance.abstraction.constants import SpecConstants
+from kgc.conformance.mbt import simulate
+from kgc.conformance.proofs.abstraction import from_spec_state, violated_invariants
+from kgc.spec.itf import read_itf
+
+pytestmark = pytest.mark.slow
+
+#: TLA+ property -> (the Z3 invariants that state it, the spec bug model that breaks it).
+#: EmptyIffNoMembers is two Z3 invariants: an Empty group has no members, and a
+#: CompletingRebalance/Stable one has a leader (so members).
+CROSS = {
+    "LeaderIsMember": (("LeaderIsMember",), "bug_leader_not_reassigned"),
+    "EmptyIffNoMembers": (("EmptyHasNoMembers", "LeaderWhileRebalanced"), "bug_last_leave_no_rebalance"),
+    "SingleLeaderPerGeneration": (("SingleLeaderPerGeneration",), "bug_two_leaders"),
+}
+
+
+def _states(model: str, out: Path, traces: int, depth: int, seed: int) -> tuple[list[dict], dict | None]:
+    result = simulate(model, traces, depth, seed, out)
+    states = [s for f in result.files for s in read_itf(Path(f))[1]]
+    last = read_itf(result.counterexample)[1][-1] if result.counterexample is not None else None
+    return states, last
+
+
+def test_reachable_states_satisfy_all_three(tmp_path: Path) -> None:
+    states, cex = _states("failover", tmp_path, 60, 40, 11)
+    assert cex is None and len(states) >= 2000
+    k = SpecConstants.from_model("failover").properties_constants()
+    checked_z3 = 0
+    seen = set()
+    for s in states:
+        for name, prop in properties.INVARIANTS.items():
+            assert not prop(s, k), f"Python {name} fails on a state TLC reached: {prop(s, k)}"
+        a = from_spec_state(s, leaders=True)
+        if repr(a) in seen:
+            continue
+        seen.add(repr(a))
+        if len(seen) <= 150:  # Z3 on the first 150 distinct group states
+            assert violated_invariants(a) == [], a
+            checked_z3 += 1
+    assert checked_z3 >= 100
+
+
+@pytest.mark.parametrize("prop", sorted(CROSS))
+def test_a_counterexample_breaks_all_three(tmp_path: Path, prop: str) -> None:
+    z3_names, model = CROSS[prop]
+    _, last = _states(model, tmp_path, 400, 30, 1)
+    assert last is not None, f"simulation of {model} found no counterexample"
+    k = SpecConstants.from_model(model).properties_constants()
+    assert properties.INVARIANTS[prop](last, k), f"Python {prop} holds on the counterexample's last state"
+    broken = violated_invariants(from_spec_state(last, leaders=True))
+    assert set(z3_names) & set(broken), f"Z3 {' and '.join(z3_names)} hold there (broken: {broken})"
