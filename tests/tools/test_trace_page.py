@@ -81,7 +81,7 @@ def test_changes_are_nested_paths_in_tla_syntax() -> None:
     assert changes["cphase[c2]"] == ("cphase", '"Unjoined"', '"Joined"')
     assert changes["cleader[c2]"] == ("cleader", "FALSE", "TRUE")
     # the initial state lists every variable, whole
-    assert len(page["sides"][0]["steps"][0]["changes"]) == 29
+    assert len(page["sides"][0]["steps"][0]["changes"]) == 33
     assert "genLeaders" in page["variables"] and "lastAction" in page["variables"]
 
 
