@@ -104,6 +104,9 @@ VAR_TYPES: dict[str, str] = {
     "leaderLog": "pairs",
     "lastAction": "record",
     "writes": "writes",
+    "staticMembers": "nofunction",
+    "minstance": "instances",
+    "storeStatic": "nofunction",
 }
 SPEC_VARIABLES = tuple(VAR_TYPES)
 CLIENT_VALUE_TYPES = {
@@ -385,6 +388,15 @@ class _ViewWriter:
                 return "<<" + ", ".join([str(n)] + rest) + ">>"
 
             return lambda v: "<<" + ", ".join(timer(t) for t in v) + ">>"
+        if kind == "nofunction":  # a function on the (empty) instance ids: <<>> to TLC
+            return lambda v: "<< >>" if len(v) == 0 else "?"  # TLC writes an empty function so
+        if kind == "instances":  # minstance: per member id, its instance (a set of clients)
+
+            def per_id(v: Any) -> str:
+                sets = list(v) + [frozenset()] * (self.num_ids - len(v))
+                return _tuple("{}" if not x else "?" for x in sets)
+
+            return per_id
         if kind == "writes":
             ws = list(FIELD_TYPES[var].items())
             return lambda v: _tuple(_tuple(_scalar(k, w[f], codes, index) for f, k in ws) for w in v)
@@ -806,6 +818,9 @@ _REPORT_ORDER = (
     "nextId",
     "store",
     "writes",
+    "staticMembers",
+    "minstance",
+    "storeStatic",
     "failovers",
     "genMembers",
     "genLeaders",

@@ -53,6 +53,9 @@ SPEC_VARIABLES: tuple[str, ...] = (
     "genMembers",
     "leaderLog",
     "writes",
+    "staticMembers",
+    "minstance",
+    "storeStatic",
 )
 
 #: Spec actions that are one timer firing (SystemTimer.fire_next()).

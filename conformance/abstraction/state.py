@@ -275,6 +275,11 @@ def coordinator_variables(world: World, history: bool) -> dict[str, TlaValue]:
         "failovers": world.failovers,
         "leaderLog": leader_log(world) if history else frozenset(),
         "writes": writes_of(world),
+        # Static membership (the spec's Instances) is not driven by the abstraction yet: its
+        # clients are dynamic, so no instance id is ever mapped or stored.
+        "staticMembers": (),
+        "minstance": tuple(frozenset() for _ in range(world.k.num_ids)),
+        "storeStatic": (),
     }
 
 
