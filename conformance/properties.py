@@ -75,6 +75,14 @@ class Constants:
     static_clients: frozenset[Any] = frozenset()
 
 
+def _fn(v: Any) -> Any:
+    """A TLA+ function as a mapping: one on 1..N (minstance) or on the empty set (staticMembers
+    with no instances) is a tuple in TLC's output and in ITF."""
+    if isinstance(v, tuple):
+        return {i: x for i, x in enumerate(v, start=1)}
+    return v
+
+
 def _get(s: State, name: str) -> Any:
     try:
         return s[name]
@@ -166,7 +174,7 @@ def TypeOK(s: State, k: Constants) -> list[str]:
     for name in ("awaitingJoin", "awaitingSync", "newMembers"):
         subset(name, members)
     # A replaced static member's old id stays in pendingSyncMembers (replaceStaticMember).
-    static_ids = {m for m, i in s.get("minstance", {}).items() if i}
+    static_ids = {m for m, i in _fn(s.get("minstance", {})).items() if i}
     subset("pendingSync", members | static_ids)
     common = members & set(_get(s, "pending"))
     need(not common, f"members and pending share {_show(common)}")
@@ -291,7 +299,7 @@ def GroupSizeBounded(s: State, k: Constants) -> list[str]:
     if len(aj) > k.max_group_size:
         bad.append(f"{len(aj)} members awaiting join > MaxGroupSize {k.max_group_size}")
     # Static members are not counted: onCompleteJoin keeps those that did not rejoin.
-    minstance = s.get("minstance", {})
+    minstance = _fn(s.get("minstance", {}))
     dynamic = [m for m in _get(s, "members") if not minstance.get(m)]
     if s["gstate"] in ("CompletingRebalance", "Stable") and len(dynamic) > k.max_group_size:
         bad.append(
@@ -439,7 +447,7 @@ def _stable_rebalance_trigger(s: State, t: State, la: Mapping[str, Any]) -> bool
         return member in members and member not in members2
     if name == "DelayedSyncExpiry":
         ps = _get(s, "pendingSync")
-        static_ids = {m for m, i in s.get("minstance", {}).items() if i}
+        static_ids = {m for m, i in _fn(s.get("minstance", {})).items() if i}
         return bool(ps) and ps <= members | static_ids
     return False
 
@@ -463,7 +471,7 @@ def OneOwnerPerInstanceId(s: State, k: Constants) -> list[str]:
         # a state without the static-membership variables (the abstraction of a run with
         # dynamic members only does not carry them yet) names no instance id
         return []
-    static, minstance, members = _get(s, "staticMembers"), _get(s, "minstance"), _get(s, "members")
+    static, minstance, members = _fn(_get(s, "staticMembers")), _fn(_get(s, "minstance")), _get(s, "members")
     bad = []
     for inst, owner in static.items():
         holders = {m for m in members if minstance.get(m) == inst}
@@ -484,7 +492,7 @@ def MemberIdSurvivesReload(s: State, k: Constants) -> list[str]:
     if not (st["exists"] and st["gen"] == gen):
         return []
     # without static-membership variables every member is dynamic
-    minstance, stored_static = s.get("minstance", {}), s.get("storeStatic", {})
+    minstance, stored_static = _fn(s.get("minstance", {})), _fn(s.get("storeStatic", {}))
     bad = []
     for c in _clients(s, k):
         m = s["cmember"][c]
