@@ -93,6 +93,7 @@ REPORT_ORDER: tuple[str, ...] = (
     "staticMembers",
     "minstance",
     "storeStatic",
+    "loading",
     "cphase",
     "cmember",
     "cgen",

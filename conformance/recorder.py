@@ -685,7 +685,16 @@ class _ScenarioLifter:
             rec.store_callback(step.error, origin=f"{where} store {step.error}")
             return
         if isinstance(step, LoadBegin):
-            rec.stop(f"{where} load_begin: the spec has no loading window (COORDINATOR_LOAD_IN_PROGRESS) yet")
+            if step.group != self.group:
+                rec.skipped.append(f"{where} load_begin {step.group}: another group")
+                return
+            coordinator = rec.world.coordinator
+            if not coordinator.is_coordinator_for(GROUP_ID) and not coordinator.is_loading(GROUP_ID):
+                rec.step("LoadBegin", origin=f"{where} load_begin")
+            else:
+                rec.outsider(
+                    lambda c, _: c.on_group_load_begin(GROUP_ID), f"{where} load_begin of a group held or loading"
+                )
             return
         if isinstance(step, Tick):
             rec.tick(step.ms, origin=f"{where} tick {step.ms}")
@@ -697,6 +706,8 @@ class _ScenarioLifter:
             loaded = rec.world.coordinator.is_coordinator_for(GROUP_ID)
             if isinstance(step, Unload) and loaded:
                 rec.step("GroupUnload", origin=f"{where} unload")
+            elif isinstance(step, Unload) and rec.world.coordinator.is_loading(GROUP_ID):
+                rec.step("GroupUnloadDuringLoad", origin=f"{where} unload while loading")
             elif isinstance(step, Load) and not loaded:
                 rec.step("GroupLoad", origin=f"{where} load")
             else:

@@ -107,6 +107,7 @@ VAR_TYPES: dict[str, str] = {
     "staticMembers": "nofunction",
     "minstance": "instances",
     "storeStatic": "nofunction",
+    "loading": "bool",
 }
 SPEC_VARIABLES = tuple(VAR_TYPES)
 CLIENT_VALUE_TYPES = {
@@ -182,6 +183,8 @@ ACTIONS: dict[str, str] = {
     "GroupUnload": "GroupUnload",
     "GroupLoad": "GroupLoad",
     "StoreCallback": "StoreCallbackAny",
+    "LoadBegin": "LoadBegin",
+    "GroupUnloadDuringLoad": "GroupUnloadDuringLoad",
 }
 _ACTION_INDEX = {name: n for n, name in enumerate(ACTIONS, start=1)}
 MAX_CLIENTS = 63
@@ -607,6 +610,7 @@ def build_module(
         "    StoreErrors <- AllAppendErrors",
         "    SessionOf <- TSessionOf",
         "    RebalanceOf <- TRebalanceOf",
+        "    LoadWindow = TRUE",
     ]
     cfg.append(f"INVARIANTS {invariants}" if stop_at is None else "INVARIANT BeforeStop")
     cfg.append("CONSTANT Obs = {" + ", ".join(f'"{o}"' for o in obs) + "}")
@@ -821,6 +825,7 @@ _REPORT_ORDER = (
     "staticMembers",
     "minstance",
     "storeStatic",
+    "loading",
     "failovers",
     "genMembers",
     "genLeaders",

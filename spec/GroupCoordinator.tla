@@ -189,13 +189,15 @@ VARIABLES
     staticMembers,  \* GroupMetadata.staticMembers: instance id -> member id (NoMember: none)
     minstance,      \* MemberMetadata.groupInstanceId of every member id handed out
                     \*   (NoInstance: dynamic); fixed when the id is handed out
-    storeStatic     \* the staticMembers part of `store` (GroupMetadataValue's group_instance_id)
+    storeStatic,    \* the staticMembers part of `store` (GroupMetadataValue's group_instance_id)
+    loading         \* loading window: the group's partition is being loaded here
+                    \*   (GroupMetadataManager.loadingPartitions; implies ~loaded)
 
 vars == <<now, timers, loaded, gstate, generation, leader, members, pending,
           awaitingJoin, awaitingSync, newMembers, pendingSync, plan, newMemberAdded,
           mtimeouts, nextId, store, failovers, cphase, cmember, cgen, cleader, cmembers,
           cassign, cwait, genLeaders, genMembers, leaderLog, lastAction, writes,
-          staticMembers, minstance, storeStatic>>
+          staticMembers, minstance, storeStatic, loading>>
 
 NoStore == [exists |-> FALSE, gen |-> 0, leader |-> NoMember, members |-> {}, plan |-> {}]
 
@@ -216,6 +218,7 @@ Cur == [now |-> now, timers |-> timers, loaded |-> loaded, gstate |-> gstate,
         genLeaders |-> genLeaders, genMembers |-> genMembers, leaderLog |-> leaderLog,
         writes |-> writes,
         staticMembers |-> staticMembers, minstance |-> minstance, storeStatic |-> storeStatic,
+        loading |-> loading,
         ok |-> TRUE, nlNeed |-> {}, jlNeed |-> {}, resp |-> "NONE", newId |-> NoMember, dt |-> 0,
         jt |-> DefaultTimeouts]
 
@@ -232,6 +235,7 @@ Commit(s, la) ==
     /\ genMembers' = s.genMembers /\ leaderLog' = s.leaderLog /\ lastAction' = la
     /\ writes' = s.writes
     /\ staticMembers' = s.staticMembers /\ minstance' = s.minstance /\ storeStatic' = s.storeStatic
+    /\ loading' = s.loading
 
 (* lastAction fields: name (the action), client (NoClient for timer and  *)
 (* coordinator steps), member (the request's member id, NoMember for "",   *)
@@ -516,6 +520,17 @@ StoreWrite(s, w) ==
 StaleWrites(ws) == [i \in DOMAIN ws |-> [ws[i] EXCEPT !.stale = TRUE]]
 (* ---- end group store: the appends -------------------------------------- *)
 
+(* ---- loading window: the answers -------------------------------------- *)
+(* While the partition loads, validateGroupStatus answers                  *)
+(* COORDINATOR_LOAD_IN_PROGRESS (groupManager.isGroupLoading); handleSyncGroup *)
+(* turns it into REBALANCE_IN_PROGRESS (the member rejoins) and            *)
+(* handleHeartbeat into NONE ("the group is still loading, so respond just *)
+(* blindly").  Otherwise a coordinator without the group: NOT_COORDINATOR. *)
+NotLoadedError(s) == IF s.loading THEN "COORDINATOR_LOAD_IN_PROGRESS" ELSE "NOT_COORDINATOR"
+NotLoadedSyncError(s) == IF s.loading THEN "REBALANCE_IN_PROGRESS" ELSE "NOT_COORDINATOR"
+NotLoadedHeartbeatError(s) == IF s.loading THEN "NONE" ELSE "NOT_COORDINATOR"
+(* ---- end loading window: the answers ---------------------------------- *)
+
 -----------------------------------------------------------------------------
 (* Rebalance purgatory: DelayedJoin completion, DelayedSync, prepareRebalance *)
 
@@ -792,7 +807,7 @@ JoinGroupHandler(s0_, c, rk, chg, nl, jl) ==
     LET mid == s0_.cmember[c]
         s == [s0_ EXCEPT !.jt = TimeoutsOf(c)]
     IN
-    IF ~s.loaded THEN ReplyJoin(s, c, JoinErr("NOT_COORDINATOR", mid))
+    IF ~s.loaded THEN ReplyJoin(s, c, JoinErr(NotLoadedError(s), mid))
     ELSE IF s.jt[1] < MinSession \/ s.jt[1] > MaxSession
     THEN ReplyJoin(s, c, JoinErr("INVALID_SESSION_TIMEOUT", mid))
     ELSE IF s.gstate = "Dead" /\ mid # NoMember
@@ -818,7 +833,7 @@ SyncGroupHandler(s, c) ==
         s0 == [s EXCEPT !.cmembers[c] = {}]    \* the list is used up by this request
         Park(x) == [x EXCEPT !.awaitingSync = @ \cup {m}, !.cphase[c] = "SyncWait",
                              !.cwait[c] = m, !.resp = "PARKED"]
-    IN IF ~s.loaded THEN ReplySync(s0, c, "NOT_COORDINATOR")
+    IN IF ~s.loaded THEN ReplySync(s0, c, NotLoadedSyncError(s))
        ELSE IF s.gstate # "Dead" /\ StaticCheck(s, c, m) # "NONE" THEN ReplySync(s0, c, StaticCheck(s, c, m))
        ELSE IF s.gstate = "Dead" \/ m \notin s.members THEN ReplySync(s0, c, "UNKNOWN_MEMBER_ID")
        ELSE IF g # s.generation THEN ReplySync(s0, c, "ILLEGAL_GENERATION")
@@ -846,7 +861,7 @@ SyncGroupHandler(s, c) ==
 HeartbeatHandler(s, c) ==
     LET m == s.cmember[c]
         g == s.cgen[c]
-    IN IF ~s.loaded THEN ReplyHeartbeat(s, c, "NOT_COORDINATOR")
+    IN IF ~s.loaded THEN ReplyHeartbeat(s, c, NotLoadedHeartbeatError(s))
        ELSE IF s.gstate # "Dead" /\ StaticCheck(s, c, m) # "NONE" THEN ReplyHeartbeat(s, c, StaticCheck(s, c, m))
        ELSE IF s.gstate = "Dead" \/ m \notin s.members THEN ReplyHeartbeat(s, c, "UNKNOWN_MEMBER_ID")
        ELSE IF g # s.generation THEN ReplyHeartbeat(s, c, "ILLEGAL_GENERATION")
@@ -863,7 +878,7 @@ HeartbeatHandler(s, c) ==
 LeaveGroupHandler(s, c, nl, jl) ==
     LET m == s.cmember[c]
         s0 == ResetClient(s, c, "Down")
-    IN IF ~s0.loaded THEN [s0 EXCEPT !.resp = "NOT_COORDINATOR"]
+    IN IF ~s0.loaded THEN [s0 EXCEPT !.resp = NotLoadedError(s0)]
        ELSE IF s0.gstate = "Dead" THEN [s0 EXCEPT !.resp = "UNKNOWN_MEMBER_ID"]
        ELSE IF m \in s0.pending
        THEN \* removePendingMemberAndUpdateGroup, then checkAndComplete(MemberKey): the
@@ -1092,7 +1107,7 @@ GroupUnload ==
 (* A group the store never held stays absent.                              *)
 GroupLoad ==
     /\ ~loaded
-    /\ LET s == [Cur EXCEPT !.loaded = TRUE]
+    /\ LET s == [Cur EXCEPT !.loaded = TRUE, !.loading = FALSE]
            st == s.store
            s1 == [s EXCEPT !.gstate = IF st.members = {} THEN "Empty" ELSE "Stable",
                            !.generation = st.gen, !.leader = st.leader, !.members = st.members,
@@ -1137,6 +1152,26 @@ StoreCallback(e) ==
 (* the recorded resp tells the outcomes apart).                            *)
 StoreCallbackAny == \E e \in StoreOutcomes : StoreCallback(e)
 (* ---- end group store: the callback ------------------------------------- *)
+
+(* ---- loading window: the steps ----------------------------------------- *)
+(* LoadWindow = TRUE (a model's .cfg, and kgc validate) lets a load take   *)
+(* time: onElection -> scheduleLoadGroupAndOffsets puts the partition in   *)
+(* loadingPartitions (LoadBegin) until the load ends (GroupLoad) or the    *)
+(* coordinator resigns first (onResignation -> removeGroupsAndOffsets      *)
+(* drops it from loadingPartitions: GroupUnloadDuringLoad; the group never *)
+(* entered the cache).  Without it, GroupLoad is immediate as before.      *)
+LoadWindow == FALSE
+
+LoadBegin ==
+    /\ LoadWindow /\ ~loaded /\ ~loading
+    /\ LET s == [Cur EXCEPT !.loading = TRUE]
+       IN Commit(s, LA("LoadBegin", NoClient, NoMember, NoGen, FALSE, s))
+
+GroupUnloadDuringLoad ==
+    /\ loading
+    /\ LET s == [Cur EXCEPT !.loading = FALSE]
+       IN Commit(s, LA("GroupUnloadDuringLoad", NoClient, NoMember, NoGen, FALSE, s))
+(* ---- end loading window: the steps ------------------------------------- *)
 
 -----------------------------------------------------------------------------
 (* Actions: the clients' own events                                        *)
@@ -1196,6 +1231,7 @@ Init ==
     /\ staticMembers = [I \in Instances |-> NoMember]
     /\ minstance = [m \in MemberIds |-> NoInstance]
     /\ storeStatic = [I \in Instances |-> NoMember]
+    /\ loading = FALSE
     /\ lastAction = [name |-> "Init", client |-> NoClient, member |-> NoMember, gen |-> NoGen,
                      flag |-> FALSE, newMember |-> NoMember, resp |-> "NONE", dt |-> 0]
 
@@ -1216,6 +1252,7 @@ Next ==
     \/ Tick
     \/ GroupUnload \/ GroupLoad
     \/ StoreCallbackAny
+    \/ LoadBegin \/ GroupUnloadDuringLoad
 
 Spec == Init /\ [][Next]_vars
 
@@ -1286,6 +1323,7 @@ TypeOK ==
     /\ writes \in Seq([kind : {"Sync", "Empty"}, gen : Gens, leader : Ids, members : SUBSET MemberIds,
                        plan : SUBSET MemberIds, stale : BOOLEAN])
     /\ StoreAsync \/ writes = <<>>
+    /\ loading \in BOOLEAN /\ (loading => ~loaded)
     /\ lastAction.client \in Clients \cup {NoClient}
     /\ staticMembers \in [Instances -> Ids] /\ storeStatic \in [Instances -> Ids]
     /\ minstance \in [MemberIds -> Instances \cup {NoInstance}]

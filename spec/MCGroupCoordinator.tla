@@ -24,7 +24,7 @@ TimeFreeView ==
       loaded, gstate, generation, leader, members, pending, awaitingJoin, awaitingSync,
       newMembers, pendingSync, plan, newMemberAdded, mtimeouts, nextId, store, failovers,
       cphase, cmember, cgen, cleader, cmembers, cassign, cwait, genLeaders, genMembers, leaderLog,
-      writes, staticMembers, minstance, storeStatic>>
+      writes, staticMembers, minstance, storeStatic, loading>>
 
 (* TimeFreeView, and generations taken relative to the group's: the protocol *)
 (* only compares generations for equality (and tests generation = 0), so  *)
@@ -52,7 +52,7 @@ GenTimeFreeView ==
       cphase, cmember, [c \in Clients |-> RelGen(cgen[c])], cleader, cmembers, cassign, cwait,
       genLeaders, genMembers,
       [i \in DOMAIN writes |-> [writes[i] EXCEPT !.gen = RelGen(@)]],
-      staticMembers, minstance, storeStatic>>
+      staticMembers, minstance, storeStatic, loading>>
 
 ClientSymmetry == Permutations(Clients)
 

@@ -60,6 +60,8 @@ Do(a) ==
       [] a \div 128 = 21 -> GroupUnload
       [] a \div 128 = 22 -> GroupLoad
       [] a \div 128 = 23 -> StoreCallbackAny
+      [] a \div 128 = 24 -> LoadBegin
+      [] a \div 128 = 25 -> GroupUnloadDuringLoad
       [] OTHER -> FALSE
 
 (* The observed part of the state after the step is the recorded one. *)

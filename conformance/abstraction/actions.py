@@ -331,6 +331,12 @@ def apply_action(world: World, la: Mapping[str, Any], fire: Any = None) -> StepR
     elif name == "GroupLoad":
         res.requests.append("on_group_loaded")
         world.load()
+    elif name == "LoadBegin":
+        res.requests.append("on_group_load_begin")
+        world.coordinator.on_group_load_begin(GROUP_ID)
+    elif name == "GroupUnloadDuringLoad":
+        res.requests.append("on_group_unloaded")
+        world.coordinator.on_group_unloaded(GROUP_ID)
     elif name == "StoreCallback":
         store_gen = _head_write_gen(world)
         append = _append_error(la)
@@ -405,7 +411,14 @@ def normalized_last_action(la: Record) -> Record:
 #: clock move (the incremental abstraction reuses the coordinator's variables after them).
 VIEW_ONLY_ACTIONS = frozenset({"ClientCrash", "NoIdLeft", "ClientRestart", "ClientAbandon", "ClientRejoin"})
 
-_NOT_REQUESTS = TIMER_STEPS | {"AdvanceTime", "GroupUnload", "GroupLoad", "StoreCallback"}
+_NOT_REQUESTS = TIMER_STEPS | {
+    "AdvanceTime",
+    "GroupUnload",
+    "GroupLoad",
+    "StoreCallback",
+    "LoadBegin",
+    "GroupUnloadDuringLoad",
+}
 
 
 def _action_member_gen(world: World, name: str, view: ClientView | None) -> tuple[int, int]:
@@ -466,6 +479,11 @@ def not_enabled(world: World, la: Mapping[str, Any]) -> str | None:
         return "the group is not loaded"
     if name == "GroupLoad" and loaded:
         return "the group is loaded"
+    loading = world.coordinator.is_loading(GROUP_ID)
+    if name == "LoadBegin" and (loaded or loading):
+        return "the group is loaded or loading"
+    if name == "GroupUnloadDuringLoad" and not loading:
+        return "the group is not loading"
     if name == "StoreCallback":
         store = world.deferred_store()
         if store is None or not store.pending_for(GROUP_ID):

@@ -56,6 +56,7 @@ SPEC_VARIABLES: tuple[str, ...] = (
     "staticMembers",
     "minstance",
     "storeStatic",
+    "loading",
 )
 
 #: Spec actions that are one timer firing (SystemTimer.fire_next()).

@@ -280,6 +280,7 @@ def coordinator_variables(world: World, history: bool) -> dict[str, TlaValue]:
         "staticMembers": (),
         "minstance": tuple(frozenset() for _ in range(world.k.num_ids)),
         "storeStatic": (),
+        "loading": world.coordinator.is_loading(GROUP_ID),
     }
 
 

@@ -155,6 +155,25 @@ def test_store_async_leader_sync_waits_for_the_store_callback() -> None:
     assert s["writes"] == () and s["store"]["gen"] == 1 and s["gstate"] == "Dead"
 
 
+def test_loading_window_answers_and_ends_with_a_load_or_an_unload() -> None:
+    """LoadBegin puts the group in the loading window (loading, not loaded): a JoinGroup is
+    answered COORDINATOR_LOAD_IN_PROGRESS; GroupUnloadDuringLoad ends it without a failover;
+    GroupLoad ends it with the stored group."""
+    w = World(K)
+    s = run(w, act("JoinGroupUnknownMember", "c1"), act("InitialDelayedJoin"), act("GroupUnload"))
+    assert (s["loaded"], s["loading"]) == (False, False)
+    assert not_enabled(w, act("GroupUnloadDuringLoad")) == "the group is not loading"
+    s = run(w, act("LoadBegin"))
+    assert (s["loaded"], s["loading"], s["failovers"]) == (False, True, 1)
+    assert not_enabled(w, act("LoadBegin")) == "the group is loaded or loading"
+    res = apply_action(w, act("JoinGroupKnownMember", "c1"))
+    assert res.last_action["resp"] == "COORDINATOR_LOAD_IN_PROGRESS"
+    s = run(w, act("GroupUnloadDuringLoad"))
+    assert (s["loaded"], s["loading"], s["failovers"]) == (False, False, 1)
+    s = run(w, act("LoadBegin"), act("GroupLoad"))
+    assert (s["loaded"], s["loading"], s["gstate"]) == (True, False, "Dead")  # never stored
+
+
 def test_unload_makes_timers_stale_with_the_members_and_flag_of_that_moment() -> None:
     w = World(K)
     s = run(w, act("JoinGroupUnknownMember", "c1"), act("GroupUnload"))
