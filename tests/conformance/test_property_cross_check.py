@@ -38,7 +38,7 @@ def _states(model: str, out: Path, traces: int, depth: int, seed: int) -> tuple[
 
 
 def test_reachable_states_satisfy_all_three(tmp_path: Path) -> None:
-    states, cex = _states("failover", tmp_path, 60, 40, 11)
+    states, cex = _states("failover", tmp_path, 100, 40, 11)
     assert cex is None and len(states) >= 2000
     k = SpecConstants.from_model("failover").properties_constants()
     checked_z3 = 0
