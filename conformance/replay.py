@@ -89,8 +89,80 @@ def error_name(error: Any) -> str:
     return getattr(error, "name", str(error))
 
 
+class StepChecks:
+    """The `expect` and `expect_state` checks of a scenario, one implementation for every
+    coordinator a scenario runs on (kgc's World here, Kafka's ReferenceWorld in
+    conformance/reference): a runner holds `scenario`, `requests`, `responses` (by request id),
+    `resolve`, `join_answer`, `group_view`, and says how a delivered response reads in the
+    contract's keys (`response_view`) and how it is shown in a failure (`describe_response`)."""
+
+    scenario: Scenario
+    requests: dict[str, Step]
+    responses: dict[str, list[Any]]
+
+    def send(self, index: int, step: Step) -> None:
+        raise NotImplementedError
+
+    def resolve(self, ref: Any, index: int) -> str:
+        raise NotImplementedError
+
+    def join_answer(self, request_id: str) -> str | None:
+        raise NotImplementedError
+
+    def group_view(self, group_id: str) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def response_view(self, request: Step, delivered: Any) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def describe_response(self, delivered: Any) -> str:
+        raise NotImplementedError
+
+    def check_response(self, index: int, step: Expect) -> None:
+        request = self.requests[step.request_id]
+        delivered = self.responses[step.request_id]
+        checks = step.checks
+        what = f"response to {step.request_id!r}"
+        if len(delivered) > 1:
+            shown = "; ".join(self.describe_response(r) for r in delivered)
+            raise _StepFailed(f"one {what}", f"{len(delivered)} responses: {shown}")
+        if "pending" in checks:
+            if checks["pending"] and delivered:
+                raise _StepFailed(f"{what} pending", f"delivered: {self.describe_response(delivered[0])}")
+            if not checks["pending"] and not delivered:
+                raise _StepFailed(f"{what} delivered", "no response yet")
+        rest = {k: v for k, v in checks.items() if k != "pending"}
+        if not rest:
+            return
+        if not delivered:
+            wanted = ", ".join(f"{k}={_show(v)}" for k, v in rest.items())
+            raise _StepFailed(f"{what} with {wanted}", "no response yet")
+        seen = self.response_view(request, delivered[0])
+        expected_vals: dict[str, Any] = {}
+        for key, want in rest.items():
+            if key == "leader":
+                want = self.resolve(want, index)
+            elif key == "members":
+                want = sorted(self.resolve(m, index) for m in want)
+            expected_vals[key] = want
+        _compare(what, expected_vals, seen, self.describe_response(delivered[0]))
+
+    def check_state(self, index: int, step: ExpectState) -> None:
+        seen = self.group_view(step.group)
+        expected_vals: dict[str, Any] = {}
+        for key, want in step.checks.items():
+            if key == "leader":
+                want = refs.resolve_optional(want, self.join_answer, self.scenario.file, index)
+            elif key == "members":
+                want = sorted(set(self.resolve(m, index) for m in want))
+            elif key == "static_members":
+                want = {instance: self.resolve(m, index) for instance, m in want}
+            expected_vals[key] = want
+        _compare(f"group {step.group!r}", expected_vals, seen, None)
+
+
 @dataclass
-class World:
+class World(StepChecks):
     """The coordinator under test plus what the scenario has seen of it so far."""
 
     scenario: Scenario
@@ -225,50 +297,13 @@ class World:
             self.reopen_store()
             c.on_group_loaded(step.group)
 
-    # -- checks ------------------------------------------------------------------------------
+    # -- what the shared checks (StepChecks) read ---------------------------------------------
 
-    def check_response(self, index: int, step: Expect) -> None:
-        request = self.requests[step.request_id]
-        delivered = self.responses[step.request_id]
-        checks = step.checks
-        what = f"response to {step.request_id!r}"
-        if len(delivered) > 1:
-            raise _StepFailed(
-                f"one {what}", f"{len(delivered)} responses: " + "; ".join(_describe(r) for r in delivered)
-            )
-        if "pending" in checks:
-            if checks["pending"] and delivered:
-                raise _StepFailed(f"{what} pending", f"delivered: {_describe(delivered[0])}")
-            if not checks["pending"] and not delivered:
-                raise _StepFailed(f"{what} delivered", "no response yet")
-        rest = {k: v for k, v in checks.items() if k != "pending"}
-        if not rest:
-            return
-        if not delivered:
-            wanted = ", ".join(f"{k}={_show(v)}" for k, v in rest.items())
-            raise _StepFailed(f"{what} with {wanted}", "no response yet")
-        seen = response_fields(request, delivered[0])
-        expected_vals: dict[str, Any] = {}
-        for key, want in rest.items():
-            if key == "leader":
-                want = self.resolve(want, index)
-            elif key == "members":
-                want = sorted(self.resolve(m, index) for m in want)
-            expected_vals[key] = want
-        _compare(what, expected_vals, seen, delivered[0])
+    def response_view(self, request: Step, delivered: Any) -> dict[str, Any]:
+        return response_fields(request, delivered)
 
-    def check_state(self, index: int, step: ExpectState) -> None:
-        seen = self.group_view(step.group)
-        expected_vals: dict[str, Any] = {}
-        for key, want in step.checks.items():
-            if key == "leader":
-                want = refs.resolve_optional(want, self.join_answer, self.scenario.file, index)
-            elif key == "members":
-                want = sorted(set(self.resolve(m, index) for m in want))
-            elif key == "static_members":
-                want = {instance: self.resolve(m, index) for instance, m in want}
-            expected_vals[key] = want
-        _compare(f"group {step.group!r}", expected_vals, seen, None)
+    def describe_response(self, delivered: Any) -> str:
+        return _describe(delivered)
 
     def group_view(self, group_id: str) -> dict[str, Any]:
         """The coordinator's view of a group in the contract's terms (a group it does not hold
@@ -364,13 +399,14 @@ def _describe(result: Any) -> str:
     return error_name(result)
 
 
-def _compare(what: str, expected: dict[str, Any], seen: dict[str, Any], raw: Any) -> None:
+def _compare(what: str, expected: dict[str, Any], seen: dict[str, Any], shown: str | None) -> None:
+    """Fail with the keys whose value is not the expected one; `shown`: the whole response."""
     wrong = [k for k in expected if expected[k] != seen.get(k)]
     if wrong:
         exp = ", ".join(f"{k}={_show(expected[k])}" for k in wrong)
         got = ", ".join(f"{k}={_show(seen.get(k))}" for k in wrong)
-        if raw is not None:
-            got += f" in {_describe(raw)}"
+        if shown is not None:
+            got += f" in {shown}"
         raise _StepFailed(f"{what} with {exp}", got)
 
 
@@ -391,9 +427,35 @@ def run_scenario(
         world.close()
 
 
-def _run_steps(scenario: Scenario, world: World, before_step: BeforeStep | None) -> ReplayResult:
+#: After a step that held, what went wrong inside the coordinator meanwhile (a description), or None.
+AfterStep = Callable[[int, Step], "str | None"]
+
+
+def _new_kgc_fault(world: World) -> AfterStep:
+    """kgc's own faults: swallowed by the coordinator, but a failed step all the same (conformance/faults.py)."""
     from kgc.conformance.faults import new_faults
 
+    def check(index: int, step: Step) -> str | None:
+        faults = new_faults(world.coordinator, 0)
+        return faults[0] if faults else None
+
+    return check
+
+
+def _run_steps(scenario: Scenario, world: World, before_step: BeforeStep | None) -> ReplayResult:
+    return run_steps(scenario, world, before_step, _new_kgc_fault(world))
+
+
+def run_steps(
+    scenario: Scenario,
+    world: StepChecks,
+    before_step: Callable[[int, Step, Any], None] | None = None,
+    after_step: AfterStep | None = None,
+) -> ReplayResult:
+    """Every step in order on `world` (kgc's World or Kafka's ReferenceWorld, anything with
+    `send` and the StepChecks): PASS, or FAIL at the first step that did not hold. A runner
+    that raised handling a step failed that step (it is not a bad file); a ScenarioError (a
+    member reference used before its join was answered) is the file's fault and propagates."""
     for index, step in enumerate(scenario.steps):
         if before_step is not None:
             before_step(index, step, world)
@@ -414,12 +476,12 @@ def _run_steps(scenario: Scenario, world: World, before_step: BeforeStep | None)
                 scenario.file,
                 StepFailure(index, f"{_step_kind(step)} handled", f"{type(e).__name__}: {e}"),
             )
-        faults = new_faults(world.coordinator, 0)
-        if faults:  # swallowed by the coordinator, but a fault all the same (conformance/faults.py)
+        fault = after_step(index, step) if after_step is not None else None
+        if fault is not None:
             return ReplayResult(
                 scenario.name,
                 scenario.file,
-                StepFailure(index, f"{_step_kind(step)} handled without a fault", faults[0]),
+                StepFailure(index, f"{_step_kind(step)} handled without a fault", fault),
             )
     return ReplayResult(scenario.name, scenario.file)
 

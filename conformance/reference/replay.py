@@ -13,12 +13,10 @@ from typing import Any
 
 from kgc.conformance import refs
 from kgc.conformance.reference.kafka_coordinator import KafkaReference
-from kgc.conformance.replay import ReplayResult, StepFailure, _compare, _show, _step_kind, _StepFailed
+from kgc.conformance.replay import ReplayResult, StepChecks, run_steps
 from kgc.conformance.scenario import (
     REQUEST_TYPES,
     Commit,
-    Expect,
-    ExpectState,
     Heartbeat,
     Join,
     Leave,
@@ -39,7 +37,7 @@ _JOIN_KEYS = ("error", "generation", "leader", "members", "protocol", "skip_assi
 
 
 @dataclass
-class ReferenceWorld:
+class ReferenceWorld(StepChecks):
     """Kafka's coordinator (in the reference JVM) plus what the scenario has seen of it so far."""
 
     scenario: Scenario
@@ -134,46 +132,11 @@ class ReferenceWorld:
             raise TypeError(f"unknown step {step!r}")
         self._deliver(self.kafka.call(command))
 
-    def check_response(self, index: int, step: Expect) -> None:
-        request = self.requests[step.request_id]
-        delivered = self.responses[step.request_id]
-        checks = step.checks
-        what = f"response to {step.request_id!r}"
-        if len(delivered) > 1:
-            raise _StepFailed(f"one {what}", f"{len(delivered)} responses: {delivered}")
-        if "pending" in checks:
-            if checks["pending"] and delivered:
-                raise _StepFailed(f"{what} pending", f"delivered: {delivered[0]}")
-            if not checks["pending"] and not delivered:
-                raise _StepFailed(f"{what} delivered", "no response yet")
-        rest = {k: v for k, v in checks.items() if k != "pending"}
-        if not rest:
-            return
-        if not delivered:
-            wanted = ", ".join(f"{k}={_show(v)}" for k, v in rest.items())
-            raise _StepFailed(f"{what} with {wanted}", "no response yet")
-        seen = _response_fields(request, delivered[0])
-        expected: dict[str, Any] = {}
-        for key, want in rest.items():
-            if key == "leader":
-                want = self.resolve(want, index)
-            elif key == "members":
-                want = sorted(self.resolve(m, index) for m in want)
-            expected[key] = want
-        _compare(what, expected, seen, None)
+    def response_view(self, request: Step, delivered: Any) -> dict[str, Any]:
+        return _response_fields(request, delivered)
 
-    def check_state(self, index: int, step: ExpectState) -> None:
-        seen = self.group_view(step.group)
-        expected: dict[str, Any] = {}
-        for key, want in step.checks.items():
-            if key == "leader":
-                want = refs.resolve_optional(want, self.join_answer, self.scenario.file, index)
-            elif key == "members":
-                want = sorted(set(self.resolve(m, index) for m in want))
-            elif key == "static_members":
-                want = {instance: self.resolve(m, index) for instance, m in want}
-            expected[key] = want
-        _compare(f"group {step.group!r}", expected, seen, None)
+    def describe_response(self, delivered: Any) -> str:
+        return str(delivered)
 
     def group_view(self, group_id: str) -> dict[str, Any]:
         """Kafka's view of the group in the contract's terms (a group it does not hold is Dead)."""
@@ -199,21 +162,6 @@ def _response_fields(request: Step, event: dict[str, Any]) -> dict[str, Any]:
 
 def run_scenario_on_kafka(scenario: Scenario, kafka: KafkaReference) -> ReplayResult:
     """Every step in order on Kafka's coordinator: PASS, or FAIL at the first step that did not
-    hold (the same loop as kgc.conformance.replay's, without its check for kgc's own faults)."""
-    world = ReferenceWorld(scenario, kafka)
-    for index, step in enumerate(scenario.steps):
-        try:
-            if isinstance(step, Expect):
-                world.check_response(index, step)
-            elif isinstance(step, ExpectState):
-                world.check_state(index, step)
-            else:
-                world.send(index, step)
-        except _StepFailed as f:
-            return ReplayResult(scenario.name, scenario.file, StepFailure(index, f.expected, f.seen))
-        except refs.ScenarioError:
-            raise
-        except Exception as e:  # Kafka's side refused the command: a failed step, not a bad file
-            seen = f"{type(e).__name__}: {e}"
-            return ReplayResult(scenario.name, scenario.file, StepFailure(index, f"{_step_kind(step)} handled", seen))
-    return ReplayResult(scenario.name, scenario.file)
+    hold (kgc.conformance.replay's loop and checks, without its check for kgc's own faults; a
+    command Kafka's side refused is a failed step, not a bad file)."""
+    return run_steps(scenario, ReferenceWorld(scenario, kafka))
