@@ -51,8 +51,18 @@ def conform_command(
         typer.Option(help="Folder for the pages of diverging traces (default: beside each trace)."),
     ] = None,
     junit: JunitOption = None,
+    reference: Annotated[
+        str | None,
+        typer.Option(
+            "--reference",
+            help="kafka: check the traces against Kafka 3.9.1's own coordinator (the reference JVM): "
+            "group state, generation, members and leader after every spec step (docs/kafka-reference.md).",
+        ),
+    ] = None,
 ) -> None:
     """Replay spec traces on the implementation; report the first divergence of each."""
+    if reference is not None:
+        _conform_on_kafka(paths, reference, verbose, bug is not None or model is not None or record is not None)
     from kgc.conformance.abstraction import SpecConstants
     from kgc.conformance.mbt import conform, itf_files
     from kgc.conformance.seeded_bugs import coordinator_class
@@ -155,6 +165,54 @@ def conform_command(
             )
         )
     raise typer.Exit(code)
+
+
+def _conform_on_kafka(paths: list[Path], reference: str, verbose: bool, other_options: bool) -> None:
+    """`--reference kafka`: each trace's requests (as kgc's coordinator was sent them following
+    the trace) run on Kafka's coordinator, whose group view is checked against the spec's state
+    after every spec step. Exit 0 / 1 (a trace diverged) / 2 (an unusable trace or option) / 25."""
+    from kgc.conformance.abstraction import AbstractionError
+    from kgc.conformance.mbt import itf_files
+    from kgc.conformance.reference.conform import conform_trace_on_kafka
+    from kgc.conformance.reference.kafka_coordinator import KafkaReference, ReferenceMissingError
+    from kgc.conformance.reference.programs import ProgramError
+    from kgc.spec.jsonfile import InputError
+    from kgc.tools.exit_codes import ExitCode
+
+    if reference != "kafka":
+        typer.echo(f"kgc conform: error: --reference {reference}: the only reference is kafka", err=True)
+        raise typer.Exit(EXIT_ERROR)
+    if other_options:
+        typer.echo("kgc conform: error: --reference kafka takes no --bug, --model or --record", err=True)
+        raise typer.Exit(EXIT_ERROR)
+    files = itf_files(paths)
+    if not files:
+        typer.echo("kgc conform: error: no *.itf.json traces found", err=True)
+        raise typer.Exit(EXIT_ERROR)
+    counts = {"CONFORMS": 0, "EXPLAINED": 0, "DIVERGED": 0, "ERROR": 0}
+    steps, started = 0, time.monotonic()
+    try:
+        with KafkaReference() as kafka:
+            for path in files:
+                try:
+                    outcome = conform_trace_on_kafka(path, kafka)
+                except (InputError, AbstractionError, ProgramError, ValueError) as e:
+                    counts["ERROR"] += 1
+                    typer.echo(f"ERROR {path}: {e}")
+                    continue
+                counts[outcome.verdict] += 1
+                steps += outcome.steps
+                if outcome.verdict != "CONFORMS" or verbose:
+                    typer.echo(f"{outcome.verdict} {path}: {outcome.detail or f'{outcome.steps} spec steps'}")
+    except ReferenceMissingError as e:
+        typer.echo(f"kgc conform: error: {e}", err=True)
+        raise typer.Exit(int(ExitCode.REFERENCE_MISSING)) from None
+    typer.echo(
+        f"kgc conform (Kafka 3.9.1 GroupCoordinator): {len(files)} traces, {counts['CONFORMS']} conform, "
+        f"{counts['EXPLAINED']} explained (checked up to a HashMap leader choice), {counts['DIVERGED']} diverged, "
+        f"{counts['ERROR']} errors; {steps} spec steps checked in {time.monotonic() - started:.1f} s"
+    )
+    raise typer.Exit(EXIT_ERROR if counts["ERROR"] else EXIT_DIVERGED if counts["DIVERGED"] else EXIT_PASS)
 
 
 def register(app: typer.Typer) -> None:

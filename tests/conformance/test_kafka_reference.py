@@ -3,6 +3,7 @@ Kafka 3.9.1's GroupCoordinator, and every scenario passes on it or is an explain
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -101,3 +102,77 @@ def test_kgc_diff_scenarios_finds_no_difference_and_a_seeded_bug(tmp_path: Path)
     )
     assert bugged.returncode == 1, bugged.stdout[-3000:] + bugged.stderr
     assert "DIFF stable-leave: step 22: group 'g': generation: kgc -1, Kafka 3" in bugged.stdout
+
+
+def test_kgc_diff_spec_traces_and_random_programs_sample(tmp_path: Path) -> None:
+    """A CI sample of `kgc diff --traces / --random`: 200 simulated traces of the default model
+    and 50 random client programs agree step by step with Kafka's coordinator, up to the listed
+    HashMap leader choice (docs/kafka-reference.md)."""
+    traces = tmp_path / "traces"
+    sim = subprocess.run(
+        [sys.executable, "-m", "kgc.tools.entry", "simulate", "--model", "default", "--traces", "200"]
+        + ["--depth", "40", "--seed", "3", "--out", str(traces)],
+        capture_output=True,
+        text=True,
+    )
+    assert sim.returncode == 0, sim.stdout[-3000:] + sim.stderr
+    run = subprocess.run(
+        [sys.executable, "-m", "kgc.tools.entry", "diff", "--traces", str(traces), "--random", "50", "--quiet"],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr
+    assert "200 traces, 0 differ" in run.stdout and ", 0 invalid" in run.stdout
+    assert "50 random programs, 0 differ" in run.stdout
+    assert "DIFF" not in run.stdout
+
+
+def test_kgc_diff_random_programs_report_a_seeded_bug() -> None:
+    """The same programs on a seeded-bug kgc coordinator (an emptied group's generation reset to
+    -1) differ from Kafka's, each at its step: the comparison can fail."""
+    run = subprocess.run(
+        [sys.executable, "-m", "kgc.tools.entry", "diff", "--random", "20", "--quiet"]
+        + ["--bug", "empty_generation_reset"],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 1, run.stdout[-3000:] + run.stderr
+    assert "group 'g': generation: kgc -1, Kafka " in run.stdout
+    differ = [line for line in run.stdout.splitlines() if line.startswith("DIFF random-")]
+    assert len(differ) >= 5 and all(": step " in line for line in differ)
+
+
+def test_kgc_conform_reference_kafka_checks_spec_traces_on_kafka(tmp_path: Path) -> None:
+    """`kgc conform --reference kafka`: simulated traces of the default model hold on Kafka's
+    coordinator (group state, generation, members, leader after every spec step); the same traces
+    with the generation bumped in every state from step 5 on (a spec that numbers generations
+    wrongly) diverge, at the generation."""
+    traces = tmp_path / "traces"
+    sim = subprocess.run(
+        [sys.executable, "-m", "kgc.tools.entry", "simulate", "--model", "default", "--traces", "30"]
+        + ["--depth", "30", "--seed", "5", "--out", str(traces)],
+        capture_output=True,
+        text=True,
+    )
+    assert sim.returncode == 0, sim.stdout[-3000:] + sim.stderr
+    good = subprocess.run(
+        [sys.executable, "-m", "kgc.tools.entry", "conform", "--reference", "kafka", str(traces)],
+        capture_output=True,
+        text=True,
+    )
+    assert good.returncode == 0, good.stdout[-3000:] + good.stderr
+    assert "30 traces" in good.stdout and "0 diverged, 0 errors" in good.stdout
+    wrong = tmp_path / "wrong"
+    wrong.mkdir()
+    for path in sorted(traces.glob("*.itf.json")):
+        document = json.loads(path.read_text(encoding="utf-8"))
+        for state in document["states"][5:]:
+            state["generation"] = {"#bigint": str(int(state["generation"]["#bigint"]) + 7)}
+        (wrong / path.name).write_text(json.dumps(document), encoding="utf-8")
+    bad = subprocess.run(
+        [sys.executable, "-m", "kgc.tools.entry", "conform", "--reference", "kafka", str(wrong)],
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 1, bad.stdout[-3000:] + bad.stderr
+    assert ": generation: spec " in bad.stdout
