@@ -1035,6 +1035,8 @@ DelayedSyncExpiry ==
 (* heartbeatPurgatory.checkAndComplete(MemberKey) for each, which also     *)
 (* reaches the live group's operations under the same keys.               *)
 (* InitialDelayedJoin may first wait again (it does not check for Dead).   *)
+(* Static members are not removed (notYetRejoinedMembers.filterNot(_      *)
+(* .isStaticMember)), so their keys are not checked.                       *)
 StaleTimerExpiry ==
     /\ timers # <<>> /\ Head(timers).stale
     /\ LET t == Head(timers)
@@ -1044,7 +1046,8 @@ StaleTimerExpiry ==
                       AddTimer(s, [Tmr("InitialJoin", NoMember, s.now + d, "none", NoGen, d,
                                        Max0(t.remaining - t.delay))
                                    EXCEPT !.stale = TRUE, !.olds = t.olds])
-                 ELSE IF t.kind \in {"Join", "InitialJoin"} THEN CheckMemberKeys(s, t.olds, FALSE)
+                 ELSE IF t.kind \in {"Join", "InitialJoin"}
+                 THEN CheckMemberKeys(s, {m \in t.olds : s.minstance[m] = NoInstance}, FALSE)
                  ELSE s
        IN Commit(s1, TimerLA("StaleTimerExpiry", s1))
 

@@ -73,6 +73,17 @@ operations):
     genMembers      CompletingRebalance / Stable: G.members when G formed the generation
                     (transition PreparingRebalance -> CompletingRebalance, seen by the
                     observer) or the members loaded by on_group_loaded; otherwise {}
+    staticMembers   each instance (the spec's Instances; a static client sends the
+                    group.instance.id "instance-<its clients>") -> id of
+                    G.static_members[instance id], 0 when unmapped or G absent
+    minstance       every spec id -> the instance its member was first seen with in G
+                    (kept after the member is gone, as the spec keeps it), {} if none
+    storeStatic     each instance -> id of the stored member with that instance id (kept
+                    as `store` is: only when MaxFailovers > 0)
+    replacement     GroupMetadata.replaceStaticMember (a static JoinGroup with member id ""
+                    for a known instance): the old id's heartbeat is an orphan; in Stable the
+                    plan, genMembers and the clients' lists/assignments name the new id
+                    (World.renamed), and leaderLog/genLeaders of that generation too
     leaderLog       with MaxFailovers > 0: <<generation, member>> of every such response, across
                     every incarnation of the group (failovers); otherwise {}
     lastAction      not part of abstract_state: it is the driver's input; apply_action

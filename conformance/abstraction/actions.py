@@ -44,8 +44,8 @@ def _deliver_join(world: World, view: ClientView, r: JoinGroupResult) -> None:
         view.phase, view.member, view.wait = "Unjoined", r.member_id, ""
     elif err is Errors.UNKNOWN_MEMBER_ID:
         view.reset("Unjoined")
-    elif err is Errors.GROUP_MAX_SIZE_REACHED:
-        view.reset("Down")  # fatal to the consumer
+    elif err in (Errors.GROUP_MAX_SIZE_REACHED, Errors.FENCED_INSTANCE_ID):
+        view.reset("Down")  # fatal to the consumer (FencedInstanceIdException for a static one)
     else:
         view.rejoins()
 
@@ -53,11 +53,14 @@ def _deliver_join(world: World, view: ClientView, r: JoinGroupResult) -> None:
 def _deliver_sync(world: World, view: ClientView, r: SyncGroupResult) -> None:
     err = r.error
     if err is Errors.NONE:
-        view.phase, view.assign, view.wait = "Stable", decode_plan(r.member_assignment), ""
+        assign = frozenset(world.current_id(m) for m in decode_plan(r.member_assignment))
+        view.phase, view.assign, view.wait = "Stable", assign, ""
     elif err is Errors.UNKNOWN_MEMBER_ID:
         view.reset("Unjoined")
     elif err is Errors.ILLEGAL_GENERATION:
         view.loses_generation()
+    elif err is Errors.FENCED_INSTANCE_ID:
+        view.reset("Down")
     else:
         view.rejoins()
 
@@ -70,6 +73,8 @@ def _deliver_heartbeat(world: World, view: ClientView, err: Errors) -> None:
         view.reset("Unjoined")
     elif err is Errors.ILLEGAL_GENERATION:
         view.loses_generation()
+    elif err is Errors.FENCED_INSTANCE_ID:
+        view.reset("Down")
 
 
 def _deliver_leave(world: World, view: ClientView, r: LeaveGroupResult) -> None:
@@ -136,11 +141,22 @@ def _join(world: World, c: str, rk: bool, changed: bool, res: StepResult) -> Non
     member_id = view.member
     protocols = _protocols(world, view, changed)
     token = world._request(view)
-    res.requests.append(f"JoinGroup(member={member_id!r}, requireKnownMemberId={rk}, metadata={protocols[0][1]})")
+    instance = world.k.instance_id_of(c)
+    # A static client's flag is supportsSkippingAssignment (JoinGroup v9+); KafkaApis asks a
+    # known member id only of dynamic clients (requireKnownMemberId: v4+ and no instance id).
+    skip = rk and instance is not None
+    rk = rk and instance is None
+    res.requests.append(
+        f"JoinGroup(member={member_id!r}, instance={instance!r}, requireKnownMemberId={rk}, "
+        f"skipAssignment={skip}, metadata={protocols[0][1]})"
+    )
+    group = world.group
+    replaced = group.static_members.get(instance) if group is not None and instance and not member_id else None
+    generation = group.generation_id if group is not None else NO_GEN
     world.coordinator.handle_join_group(
         GROUP_ID,
         member_id,
-        None,
+        instance,
         rk,
         c,
         CLIENT_HOST,
@@ -149,7 +165,10 @@ def _join(world: World, c: str, rk: bool, changed: bool, res: StepResult) -> Non
         PROTOCOL_TYPE,
         protocols,
         world._callback(c, token, "join"),
+        supports_skip_assignment=skip,
     )
+    if replaced is not None and group is not None and group.static_members.get(instance) not in (None, replaced):
+        world.replaced_static_member(group, generation, replaced, group.static_members[instance])
     if world._parks(view, token):
         if not member_id:
             group = world.group
@@ -167,7 +186,14 @@ def _sync(world: World, c: str, leader: bool, res: StepResult) -> None:
         f"SyncGroup(member={view.member!r}, generation={view.gen}, assignment={'plan' if leader else 'none'})"
     )
     world.coordinator.handle_sync_group(
-        GROUP_ID, view.gen, view.member, None, None, None, assignment, world._callback(c, token, "sync")
+        GROUP_ID,
+        view.gen,
+        view.member,
+        None,
+        None,
+        world.k.instance_id_of(c),
+        assignment,
+        world._callback(c, token, "sync"),
     )
     if world._parks(view, token):
         view.phase, view.wait = "SyncWait", view.member
@@ -177,7 +203,9 @@ def _heartbeat(world: World, c: str, res: StepResult) -> None:
     view = world.clients[c]
     token = world._request(view)
     res.requests.append(f"Heartbeat(member={view.member!r}, generation={view.gen})")
-    world.coordinator.handle_heartbeat(GROUP_ID, view.member, None, view.gen, world._callback(c, token, "heartbeat"))
+    world.coordinator.handle_heartbeat(
+        GROUP_ID, view.member, world.k.instance_id_of(c), view.gen, world._callback(c, token, "heartbeat")
+    )
     view.calling = 0
 
 
@@ -188,7 +216,9 @@ def _leave(world: World, c: str, res: StepResult) -> None:
     token = world._request(None)  # nobody is listening: the consumer has closed
     res.requests.append(f"LeaveGroup(member={member_id!r})")
     world.coordinator.handle_leave_group(
-        GROUP_ID, [LeaveMemberIdentity(member_id, None)], world._callback(c, token, "leave")
+        GROUP_ID,
+        [LeaveMemberIdentity(member_id, world.k.instance_id_of(c))],
+        world._callback(c, token, "leave"),
     )
 
 

@@ -108,6 +108,21 @@ class SpecConstants:
     #: (client, session, rebalance) for clients whose JoinGroups carry other timeouts than
     #: Session and Rebalance (the spec's SessionOf / RebalanceOf overridden)
     client_timeouts: tuple[tuple[str, int, int], ...] = ()
+    #: the spec's Instances: each group.instance.id as the sorted clients configured with it
+    #: (two clients sharing one are a restarted consumer and its zombie); others are dynamic
+    instances: tuple[tuple[str, ...], ...] = ()
+
+    def instance_of(self, client: str) -> tuple[str, ...] | None:
+        """The instance (spec's InstanceOf) client belongs to, None for a dynamic client."""
+        for instance in self.instances:
+            if client in instance:
+                return instance
+        return None
+
+    def instance_id_of(self, client: str) -> str | None:
+        """The group.instance.id client sends (None: a dynamic client)."""
+        instance = self.instance_of(client)
+        return instance_id(instance) if instance is not None else None
 
     def ms(self, units: int) -> int:
         return units * self.ms_per_unit
@@ -146,12 +161,14 @@ class SpecConstants:
             "ms_per_unit": self.ms_per_unit,
             "store_async": self.store_async,
             "client_timeouts": [list(t) for t in self.client_timeouts],
+            "instances": [list(i) for i in self.instances],
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SpecConstants:
         timeouts = tuple((str(c), int(s), int(r)) for c, s, r in data.get("client_timeouts", ()))
-        return cls(**{**data, "clients": tuple(data["clients"]), "client_timeouts": timeouts})
+        instances = tuple(tuple(str(c) for c in i) for i in data.get("instances", ()))
+        return cls(**{**data, "clients": tuple(data["clients"]), "client_timeouts": timeouts, "instances": instances})
 
     @classmethod
     def from_cfg_text(cls, text: str, ms_per_unit: int = 1000) -> SpecConstants:
@@ -188,6 +205,7 @@ class SpecConstants:
             bug=str(values.get("Bug", "none")),
             ms_per_unit=ms_per_unit,
             store_async=bool(values.get("StoreAsync", False)),
+            instances=tuple(sorted(tuple(sorted(str(c) for c in i)) for i in values.get("Instances", ()))),
         )
 
     @classmethod
@@ -209,7 +227,13 @@ class SpecConstants:
             max_group_size=self.max_group_size,
             max_failovers=self.max_failovers,
             clients=frozenset(ModelValue(c) for c in self.clients),
+            static_clients=frozenset(ModelValue(c) for i in self.instances for c in i),
         )
+
+
+def instance_id(instance: tuple[str, ...]) -> str:
+    """The group.instance.id string of a spec instance (its clients joined)."""
+    return "instance-" + "+".join(instance)
 
 
 _CFG_KEYWORDS = re.compile(

@@ -3,11 +3,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any
 
-from kgc.conformance.abstraction.constants import GROUP_ID, NO_GEN, NO_MEMBER, SPEC_VARIABLES, AbstractionError
+from kgc.conformance.abstraction.constants import (
+    GROUP_ID,
+    NO_GEN,
+    NO_MEMBER,
+    SPEC_VARIABLES,
+    AbstractionError,
+    instance_id,
+)
 from kgc.conformance.abstraction.ids import decode_plan
 from kgc.conformance.abstraction.world import World
 from kgc.impl.delayed import DelayedHeartbeat, DelayedJoin, DelayedSync, InitialDelayedJoin
@@ -112,7 +119,7 @@ def timer_record(world: World, op: Any) -> Record:
 def _plan_of(world: World, assignments: list[str]) -> frozenset[int]:
     plan: set[int] = set()
     for a in assignments:
-        plan.update(world.ids.spec(m) for m in decode_plan(a))
+        plan.update(world.ids.spec(world.current_id(m)) for m in decode_plan(a))
     return frozenset(plan)
 
 
@@ -132,6 +139,46 @@ def _store(world: World, history: bool) -> Record:
             "plan": _plan_of(world, [m.assignment for m in record.members]),
         }
     )
+
+
+def _instance_value(instance: tuple[str, ...]) -> frozenset[ModelValue]:
+    """An instance as the spec writes it: the set of its clients (NoInstance: {})."""
+    return frozenset(ModelValue(c) for c in instance)
+
+
+def _static_variables(world: World, history: bool) -> dict[str, TlaValue]:
+    """staticMembers, minstance and storeStatic. GroupMetadata.staticMembers of the loaded
+    group (every instance unmapped while the group is not loaded, as GroupUnload leaves it);
+    minstance: the group.instance.id every member id handed out was given, which the spec
+    keeps after the member is gone (world.member_instances); storeStatic: the instance ids of
+    the stored group's members, kept as `store` is (only when MaxFailovers > 0)."""
+    k = world.k
+    by_id = {instance_id(i): i for i in k.instances}
+    group = world.group
+    live = group.static_members if group is not None else {}
+    stored: dict[str, str] = {}
+    record = world.coordinator.store.load_group(GROUP_ID) if history else None
+    if record is not None:
+        stored = {m.group_instance_id: m.member_id for m in record.members if m.group_instance_id is not None}
+
+    def per_instance(mapping: Mapping[str, str]) -> TlaValue:
+        if not k.instances:
+            return ()  # a function on the empty set: <<>> to TLC
+        return TlaFunction(
+            (_instance_value(i), world.ids.spec(mapping[instance_id(i)]) if instance_id(i) in mapping else NO_MEMBER)
+            for i in k.instances
+        )
+
+    minstance = []
+    for spec_id in range(1, k.num_ids + 1):
+        member = world.ids.impl_or_none(spec_id)
+        given = world.member_instances.get(member) if member is not None else None
+        minstance.append(_instance_value(by_id[given]) if given in by_id else frozenset())
+    return {
+        "staticMembers": per_instance(live),
+        "minstance": tuple(minstance),
+        "storeStatic": per_instance(stored),
+    }
 
 
 def _callback_group(callback: Any) -> Any:
@@ -275,11 +322,7 @@ def coordinator_variables(world: World, history: bool) -> dict[str, TlaValue]:
         "failovers": world.failovers,
         "leaderLog": leader_log(world) if history else frozenset(),
         "writes": writes_of(world),
-        # Static membership (the spec's Instances) is not driven by the abstraction yet: its
-        # clients are dynamic, so no instance id is ever mapped or stored.
-        "staticMembers": (),
-        "minstance": tuple(frozenset() for _ in range(world.k.num_ids)),
-        "storeStatic": (),
+        **_static_variables(world, history),
         "loading": world.coordinator.is_loading(GROUP_ID),
     }
 

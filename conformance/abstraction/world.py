@@ -151,6 +151,12 @@ class World:
         # (session, rebalance) ms of every member id as last seen in the group: the spec's
         # mtimeouts keeps them after the member is gone, the coordinator does not
         self.member_timeouts: dict[str, tuple[int, int]] = {}
+        # group.instance.id of every member id seen with one: the spec's minstance keeps it
+        # after the member is gone (replaced, removed or unloaded), GroupMetadata does not
+        self.member_instances: dict[str, str] = {}
+        # static member ids replaced in Stable -> their new ids: the plan a leader handed out
+        # names the old id, which the spec relabels (ReplaceStaticMember)
+        self.renamed: dict[str, str] = {}
         self.offset_ms = 0
         self.step = 0
         self.produced: list[Produced] = []
@@ -230,6 +236,40 @@ class World:
             if group is not None:
                 self.self_leaders.append((group, result.generation_id, result.member_id))
 
+    def replaced_static_member(self, group: GroupMetadata, generation: int, old: str, new: str) -> None:
+        """GroupMetadata.replaceStaticMember moved old's MemberMetadata to new: old's
+        DelayedHeartbeat is left to expire without effect (an orphan, as the spec's
+        ReplaceStaticMember makes it), and the leadership old was told of in this generation
+        is new's (the spec relabels genLeaders and leaderLog at `generation`, the group's
+        when the JoinGroup came, before any rebalance it completed)."""
+        if new in group.members and old not in group.members:
+            self.orphaned.add(old)
+        if group.state is GroupState.Stable:
+            # the plan, the generation's members and the clients' lists and assignments name
+            # the new id (in the other states no plan is installed: the stored one keeps old)
+            self.renamed[old] = new
+            formed_group, formed = self.formed
+            if old in formed:
+                self.formed = (formed_group, (formed - {old}) | {new})
+            for view in self.clients.values():
+                if old in view.assign:
+                    view.assign = (view.assign - {old}) | {new}
+                if old in view.members:
+                    view.members = (view.members - {old}) | {new}
+        self.self_leaders = [
+            (g, g_gen, new if g_gen == generation and m == old else m) for g, g_gen, m in self.self_leaders
+        ]
+
+    def current_id(self, member_id: str) -> str:
+        """The id a member named in an assignment plan has now (see `renamed`)."""
+        seen = {member_id}
+        while member_id in self.renamed:
+            member_id = self.renamed[member_id]
+            if member_id in seen:
+                break
+            seen.add(member_id)
+        return member_id
+
     # -- failover and idle time ---------------------------------------------------------------
     def unload(self) -> None:
         """The spec's GroupUnload: the coordinator resigns the group's partition."""
@@ -271,8 +311,10 @@ class World:
         if group is not None:
             for m in sorted(group.pending_members):
                 self.ids.spec(m)
-            for m in group.members:
+            for m, member in group.members.items():
                 self.ids.spec(m)
+                if member.group_instance_id is not None:
+                    self.member_instances.setdefault(m, member.group_instance_id)
         ops = self.timer.live_tasks()
         for op in ops:
             if id(op) not in self.op_born or self.op_born[id(op)][0] is not op:

@@ -32,14 +32,6 @@ TLC_SECONDS = 300
 #: should be fixed in the spec (strict: the test fails once the model no longer needs it).
 SPEC_ISSUES: dict[str, str] = {}
 
-#: Spec models with clients the conformance abstraction cannot drive yet: static members
-#: (group.instance.id), whose counterexamples deviate at Init (staticMembers names an
-#: instance the implementation run has no client for). Strict: remove once it can.
-NOT_DRIVEN: dict[str, str] = {
-    "bug_static_replace_keeps_old_member": "static clients are not driven by the abstraction yet (issue 19)",
-    "bug_static_replace_not_stored": "static clients are not driven by the abstraction yet (issue 19)",
-}
-
 LIVENESS = {"RebalanceCompletes", "SyncCompletes", "SilentMemberRemoved", "EventuallyStable"}
 
 #: spec model -> seeded implementation bug with the same defect
@@ -93,9 +85,7 @@ def _need(model: str, cex_dir: Path) -> Path:
 @pytest.mark.parametrize(
     "model",
     [
-        pytest.param(m, marks=pytest.mark.xfail(reason={**SPEC_ISSUES, **NOT_DRIVEN}[m], strict=True))
-        if m in SPEC_ISSUES or m in NOT_DRIVEN
-        else m
+        pytest.param(m, marks=pytest.mark.xfail(reason=SPEC_ISSUES[m], strict=True)) if m in SPEC_ISSUES else m
         for m in BUG_MODELS
     ],
 )

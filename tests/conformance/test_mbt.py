@@ -221,3 +221,29 @@ def test_clients_with_their_own_timeouts_conform_and_record_back(tmp_path: Path)
     for bug in sorted(OTHER_TRACES):
         caught = conform([tmp_path / "traces"], coordinator_class(bug), stop_at_first=True).first_divergence
         assert caught is not None, f"{bug} went unnoticed"
+
+
+@pytest.mark.parametrize("model", ["static", "static_fencing"])
+def test_static_member_traces_conform(model: str, tmp_path: Path) -> None:
+    """Static clients (group.instance.id, the spec's Instances) driven through the spec's
+    traces: joins with the instance id (before and from v9's skip_assignment), the
+    replacement of a known instance's member id (GroupMetadata.replaceStaticMember, whose
+    plan, leadership and stored record the spec relabels), FENCED_INSTANCE_ID to the zombie
+    that shares an instance id (static_fencing), and reloads of the stored static ids."""
+    result = simulate(model, 150, 60, 7, tmp_path / "traces")
+    assert result.ok, result.check.error_line
+    report = conform([tmp_path / "traces"])
+    assert report.count("CONFORMS") == len(report.outcomes) == 150, str(report.first_divergence.divergence)
+    replaced = fenced = skipped = reloaded = 0
+    for path in sorted((tmp_path / "traces").glob("*.itf.json")):
+        _, states = read_itf(path)
+        for before, after in zip(states, states[1:]):
+            la = after["lastAction"]
+            given = [i for i in after["minstance"] if i]
+            replaced += len(given) > len(set(given)) and len([i for i in before["minstance"] if i]) < len(given)
+            fenced += la["resp"] == "FENCED_INSTANCE_ID"
+            skipped += la["name"] == "JoinGroupUnknownMember" and bool(la["flag"])
+            reloaded += la["name"] == "GroupLoad" and any(m != 0 for m in after["staticMembers"].values())
+    assert min(replaced, skipped, reloaded) > 0, (replaced, skipped, reloaded)
+    if model == "static_fencing":
+        assert fenced > 0
