@@ -1196,10 +1196,10 @@ class GroupCoordinator:
         state = group.state
         if state is Empty:
             return Errors.UNKNOWN_MEMBER_ID
-        member = group.get(member_id)
+        member = group.members[member_id]
         # Heartbeats keep the session alive in every live state; while preparing they also
         # tell the member to rejoin.
-        self._complete_and_schedule_next_heartbeat_expiration(group, member)
+        self._complete_and_schedule_next_expiration(group, member, member.session_timeout_ms)
         if state is PreparingRebalance:
             return Errors.REBALANCE_IN_PROGRESS
         return Errors.NONE
@@ -1210,15 +1210,15 @@ class GroupCoordinator:
     def _complete_and_schedule_next_expiration(
         self, group: GroupMetadata, member: MemberMetadata, timeout_ms: int
     ) -> None:
-        key = MemberKey(group.group_id, member.member_id)
+        member_id = member.member_id
+        key = MemberKey(group.group_id, member_id)
+        purgatory = self.heartbeat_purgatory
         # complete the current expectation ...
         member.heartbeat_satisfied = True
-        self.heartbeat_purgatory.check_and_complete(key)
+        purgatory.check_and_complete(key)
         # ... and expect the next one
         member.heartbeat_satisfied = False
-        self.heartbeat_purgatory.try_complete_else_watch(
-            DelayedHeartbeat(self, group, member.member_id, False, timeout_ms), [key]
-        )
+        purgatory.try_complete_else_watch(DelayedHeartbeat(self, group, member_id, False, timeout_ms), [key])
 
     def _add_pending_member_expiration(self, group: GroupMetadata, member_id: str, timeout_ms: int) -> None:
         self.heartbeat_purgatory.try_complete_else_watch(

@@ -109,7 +109,12 @@ class DelayedHeartbeat(_CoordinatorOperation):
     def __init__(
         self, coordinator: GroupCoordinator, group: GroupMetadata, member_id: str, is_pending: bool, timeout_ms: int
     ) -> None:
-        super().__init__(coordinator, group, timeout_ms)
+        # _CoordinatorOperation.__init__ inlined: one is made per heartbeat
+        DelayedOperation.__init__(
+            self, timeout_ms if timeout_ms.__class__ is int and timeout_ms >= 0 else _non_negative(timeout_ms)
+        )
+        self.coordinator = coordinator
+        self.group = group
         self.member_id = member_id
         self.is_pending = is_pending
 
