@@ -247,3 +247,7 @@ def test_static_member_traces_conform(model: str, tmp_path: Path) -> None:
     assert min(replaced, skipped, reloaded) > 0, (replaced, skipped, reloaded)
     if model == "static_fencing":
         assert fenced > 0
+        # validateCurrentMember's instance check skipped: the zombie twin is told
+        # UNKNOWN_MEMBER_ID (and rejoins) where the spec fences it for good
+        caught = conform([tmp_path / "traces"], coordinator_class("fenced_instance_not_checked"), stop_at_first=True)
+        assert caught.first_divergence is not None, "fenced_instance_not_checked went unnoticed"
