@@ -319,6 +319,33 @@ class PendingLeaveRebalances(GroupCoordinator):
             self._maybe_prepare_rebalance(group)
 
 
+class _AcknowledgeWithoutWriting:
+    """A group store that acknowledges a write (callback NONE) without making it."""
+
+    def __init__(self, store: object) -> None:
+        self._store = store
+
+    def store_group(self, record: StoredGroup, callback: Callable[[Errors], None]) -> None:
+        callback(Errors.NONE)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._store, name)
+
+
+class StaticReplaceNotStored(GroupCoordinator):
+    """updateStaticMemberAndRebalance in Stable answers the rejoining static member with its new
+    member id without storing the group (the spec's bug_static_replace_not_stored): a reload
+    brings back the old id, so the id the client holds is unknown after a failover."""
+
+    def _update_static_member_and_rebalance(self, *args: object, **kwargs: object) -> None:
+        real = self.store
+        self.store = _AcknowledgeWithoutWriting(real)  # type: ignore[assignment]
+        try:
+            super()._update_static_member_and_rebalance(*args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            self.store = real
+
+
 # -- the areas the spec does not model yet (static membership, the asynchronous store, offset
 # -- commits, the loading window): caught by the format-2 scenarios (`kgc replay --bug`), not by
 # -- conform / validate / fuzz, which is why they are kept apart from BUGS.
@@ -436,6 +463,7 @@ BUGS: dict[str, type[GroupCoordinator]] = {
     "two_leaders": TwoLeaders,
     "leader_given_stale_members": LeaderGivenStaleMembers,
     "pending_leave_rebalances": PendingLeaveRebalances,
+    "static_replace_not_stored": StaticReplaceNotStored,
 }
 
 
