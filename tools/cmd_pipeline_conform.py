@@ -7,7 +7,8 @@ implementation under random clients, validated by TLC in one batch per slice. `-
 checks ITF traces or recorded runs already on disk (files, folders, JSON Lines).
 
 Writes under --out: Parquet tables `traces`, `coverage`, `signatures`; `shortest/` (the shortest
-trace of each divergence signature, for kgc conform / kgc validate); summary.json; report.html.
+trace of each divergence signature, for kgc conform / kgc validate, and a spec trace also as a
+scenario file for kgc replay); summary.json; report.html.
 
 Exit 0: every trace conforms / every run is a spec behaviour; 10: a trace diverged or a run is
 not a behaviour; 2: no divergence but some input was malformed, or PySpark is not installed
@@ -107,6 +108,7 @@ def pipeline_conform_command(
         typer.echo(
             f"SIGNATURE {sig['signature']}: {sig['action']} / {sig['variable']} ({sig['kind']}): "
             f"{sig['count']} traces; shortest {sig['shortest_trace']}: {sig['replay']}"
+            + (f"; {sig['scenario_replay']}" if sig.get("scenario_replay") else "")
         )
     typer.echo(
         f"kgc pipeline conform on {summary.master}: {summary.traces} traces ({summary.units} tasks): "

@@ -190,7 +190,8 @@ def run_conform(
         counts = {r["verdict"]: r["n"] for r in df.groupBy("verdict").agg(F.count("*").alias("n")).collect()}
         steps = df.agg(F.sum(F.when(F.col("verdict") == CONFORMS, F.col("length")).otherwise(F.col("step")))).first()
         coverage = _write_coverage(spark, df, out)
-        table = _write_signatures(spark, df, out)
+        bug = next((u.bug for u in units if u.bug), None)
+        table = _write_signatures(spark, df, out, bug)
     finally:
         df.unpersist()
     seconds = time.monotonic() - started
@@ -245,9 +246,12 @@ def _write_coverage(spark: SparkSession, df: DataFrame, out: Path) -> list[tuple
     return [(r["kind"], r["cell"], int(r["hits"])) for r in spark.read.parquet(str(out / "coverage")).collect()]
 
 
-def _write_signatures(spark: SparkSession, df: DataFrame, out: Path) -> list[dict[str, Any]]:
-    """Divergences grouped by (action, variable, kind); the shortest of each written out."""
+def _write_signatures(spark: SparkSession, df: DataFrame, out: Path, bug: str | None = None) -> list[dict[str, Any]]:
+    """Divergences grouped by (action, variable, kind); the shortest of each written out, an
+    ITF trace also as a scenario file (signature_scenario.py) replayed against `bug`."""
     from pyspark.sql import functions as F
+
+    from kgc.conformance.pipeline.signature_scenario import write_signature_scenario
 
     bad = df.filter(F.col("verdict").isin(DIVERGES, NOT_BEHAVIOUR)).withColumn(
         "sig_variable", F.regexp_replace(F.coalesce(F.col("variable"), F.lit("")), r"\[.*$", "")
@@ -278,6 +282,13 @@ def _write_signatures(spark: SparkSession, df: DataFrame, out: Path) -> list[dic
             if s["artifact_kind"] == "itf"
             else f"kgc validate {file.relative_to(out)}"
         )
+        scenario: dict[str, Any] = {"scenario": None, "scenario_note": "", "scenario_fails_at": None}
+        if s["artifact"] and s["artifact_kind"] == "itf":
+            scenario_file = file.with_name(file.name[: -len(".itf.json")] + ".scenario.json")
+            scenario = write_signature_scenario(file, scenario_file, bug, note=s["reason"] or "")
+            if scenario["scenario"]:
+                scenario["scenario"] = str(scenario_file.relative_to(out))
+                scenario["scenario_replay"] = f"kgc replay {scenario['scenario']}" + (f" --bug {bug}" if bug else "")
         table.append(
             {
                 "signature": n,
@@ -290,6 +301,7 @@ def _write_signatures(spark: SparkSession, df: DataFrame, out: Path) -> list[dic
                 "example": s["reason"],
                 "file": str(file.relative_to(out)) if s["artifact"] else None,
                 "replay": replay,
+                **scenario,
             }
         )
     spark.createDataFrame(
@@ -304,10 +316,12 @@ def _write_signatures(spark: SparkSession, df: DataFrame, out: Path) -> list[dic
                 t["shortest_step"],
                 t["example"],
                 t["file"],
+                t["scenario"],
+                t["scenario_fails_at"],
             )
             for t in table
         ],
         "signature int, action string, variable string, kind string, count long, shortest_trace string, "
-        "shortest_step int, example string, file string",
+        "shortest_step int, example string, file string, scenario string, scenario_fails_at int",
     ).coalesce(1).write.mode("overwrite").parquet(str(out / "signatures"))
     return table

@@ -39,11 +39,19 @@ def _signature_table(table: Sequence[dict[str, Any]]) -> str:
     rows = []
     for t in table:
         link = f'<a href="{html.escape(t["file"])}">{html.escape(t["file"])}</a>' if t.get("file") else ""
+        if t.get("scenario"):
+            fails = t.get("scenario_fails_at")
+            where = f" (fails at step {fails})" if fails is not None else ""
+            link += f'<br><a href="{html.escape(t["scenario"])}">{html.escape(t["scenario"])}</a>{where}'
+        elif t.get("scenario_note"):
+            link += f"<br>no scenario: {html.escape(t['scenario_note'])}"
         rows.append(
             f"<tr><td>{t['signature']}</td><td>{html.escape(str(t['action']))}</td>"
             f"<td>{html.escape(str(t['variable']))}</td><td>{t['kind']}</td><td class=n>{t['count']}</td>"
             f"<td>{html.escape(str(t['shortest_trace']))} (step {t['shortest_step']})<br>{link}</td>"
-            f"<td><code>{html.escape(t['replay'])}</code></td>"
+            f"<td><code>{html.escape(t['replay'])}</code>"
+            + (f"<br><code>{html.escape(t['scenario_replay'])}</code>" if t.get("scenario_replay") else "")
+            + "</td>"
             f"<td>{html.escape(str(t['example'] or '')[:300])}</td></tr>"
         )
     return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
