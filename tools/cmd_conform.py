@@ -198,7 +198,7 @@ def _conform_on_kafka(paths: list[Path], reference: str, verbose: bool, other_op
                     outcome = conform_trace_on_kafka(path, kafka)
                 except (InputError, AbstractionError, ProgramError, ValueError) as e:
                     counts["ERROR"] += 1
-                    typer.echo(f"ERROR {path}: {e}")
+                    typer.echo(f"ERROR {e}" if str(path) in str(e) else f"ERROR {path}: {e}")
                     continue
                 counts[outcome.verdict] += 1
                 steps += outcome.steps

@@ -92,7 +92,7 @@ def diff_command(
                 for label, made in items:
                     tally.runs += 1
                     if isinstance(made, str):
-                        typer.echo(f"ERROR {label}: {made}")
+                        typer.echo(f"ERROR {made}")
                         tally.invalid += 1
                         worst = max(worst, EXIT_INVALID)
                         continue
@@ -142,7 +142,7 @@ def _files(kind: str, files: list[Path]) -> Iterator[tuple[str, Any]]:
         except ScenarioError as e:
             yield path.name, str(e)
         except (InputError, AbstractionError, ProgramError, ValueError) as e:
-            yield path.name, f"{path}: {e}"
+            yield path.name, str(e) if str(path) in str(e) else f"{path}: {e}"
 
 
 def _programs(seed: int, count: int, steps: int) -> Iterator[tuple[str, Any]]:

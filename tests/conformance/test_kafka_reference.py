@@ -176,3 +176,14 @@ def test_kgc_conform_reference_kafka_checks_spec_traces_on_kafka(tmp_path: Path)
     )
     assert bad.returncode == 1, bad.stdout[-3000:] + bad.stderr
     assert ": generation: spec " in bad.stdout
+
+
+def test_kgc_diff_and_conform_reference_name_an_unusable_trace(tmp_path: Path) -> None:
+    """A file that is no ITF trace: one ERROR line naming the file and what is wrong, exit 2."""
+    bad = tmp_path / "bad.itf.json"
+    bad.write_text('{"states": 3}', encoding="utf-8")
+    for command in (["diff", "--traces", str(bad)], ["conform", "--reference", "kafka", str(bad)]):
+        run = subprocess.run([sys.executable, "-m", "kgc.tools.entry", *command], capture_output=True, text=True)
+        assert run.returncode == 2, run.stdout[-3000:] + run.stderr
+        errors = [line for line in run.stdout.splitlines() if line.startswith("ERROR ")]
+        assert len(errors) == 1 and str(bad) in errors[0] and "states" in errors[0], run.stdout
