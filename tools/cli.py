@@ -37,6 +37,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "kgc.tools.cmd_validate",
     "kgc.tools.cmd_fuzz",
     "kgc.tools.cmd_hunt",
+    "kgc.tools.cmd_mutate",
     "kgc.tools.cmd_pipeline",
     "kgc.tools.cmd_serve",
 )

@@ -1,0 +1,130 @@
+"""Running mutants (conformance/mutate.py) against kgc's detectors and scoring them.
+
+Each (mutant, detector) pair is one fresh interpreter: the mutant's import hook first, then
+the detector's own `kgc` subcommand, so a mutant that loops, crashes the interpreter or leaks
+state cannot touch the next one, and the detectors are measured exactly as a user runs them.
+The process group is killed when the detector's time budget runs out (TLC's JVM included).
+
+Outcome per pair: `killed` (the detector exited non-zero: a violation, a divergence, an internal
+error recorded by conformance/faults.py, or an exception the mutant caused), `timeout` (budget
+spent: counted as killed, as mutation tools do, but reported apart since a slow detector can
+cause it too) or `survived` (exit 0).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kgc.conformance.mutate import NATIVE_MODULES, Mutant, mutant_bootstrap
+
+__all__ = ["DETECTORS", "MutantResult", "detector_argv", "run_detector", "run_mutants", "scores"]
+
+REPO = Path(__file__).resolve().parent.parent
+SCENARIOS = REPO / "conformance" / "scenarios"
+DETECTORS = ("replay", "conform", "validate", "fuzz")
+
+
+def detector_argv(detector: str, scratch: Path, traces: Path | None, fuzz_examples: int) -> list[str]:
+    """The `kgc` arguments that run `detector` as a user would, writing only under `scratch`."""
+    if detector == "replay":
+        return ["replay", *sorted(str(p) for p in SCENARIOS.glob("*.json"))]
+    if detector == "fuzz":
+        return ["fuzz", "--profile", "ci", "--examples", str(fuzz_examples), "--save", str(scratch / "fuzz")]
+    if detector == "validate":
+        return ["validate", "--scenarios", str(SCENARIOS), "--random", "5", "--jobs", "1", "-q"]
+    if detector == "conform":
+        if traces is None:
+            raise ValueError("conform needs a folder of spec traces")
+        return ["conform", str(traces), "--stop", "--pages", str(scratch / "pages")]
+    raise ValueError(f"unknown detector {detector!r} ({', '.join(DETECTORS)})")
+
+
+@dataclass
+class MutantResult:
+    mutant: Mutant
+    outcomes: dict[str, str] = field(default_factory=dict)  # detector -> killed/timeout/survived
+    seconds: dict[str, float] = field(default_factory=dict)
+    evidence: dict[str, str] = field(default_factory=dict)  # detector -> last output line
+
+    def killed_by(self, detectors: Sequence[str]) -> bool:
+        return any(self.outcomes.get(d) in ("killed", "timeout") for d in detectors)
+
+
+def run_detector(argv: list[str], mutant: Mutant | None, budget: float, scratch: Path) -> tuple[str, float, str]:
+    """Run `kgc <argv>` with `mutant` loaded (None: the unmutated code). Returns (outcome,
+    seconds, the last line of output)."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    prelude = "import sys\n"
+    env = dict(os.environ, KGC_PROGRESS_SECONDS="3600")
+    if mutant is not None:
+        src = scratch / f"{mutant.module}.py"
+        src.write_text(mutant.source)
+        prelude = mutant_bootstrap(mutant.qualified_module, str(src))
+        if mutant.module in NATIVE_MODULES:
+            env["KGC_PURE"] = "1"  # the mypyc build would bypass the hook
+    code = prelude + f"sys.argv = ['kgc', *{argv!r}]\nfrom kgc.tools.entry import main\nmain()\n"
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        cwd=scratch,
+        start_new_session=True,
+    )
+    try:
+        out, _ = proc.communicate(timeout=budget)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return "timeout", time.monotonic() - started, f"no verdict in {budget:.0f} s"
+    took = time.monotonic() - started
+    lines = [ln for ln in out.splitlines() if ln.strip()]
+    verdicts = [ln for ln in lines if ln.startswith(("FAIL", "ERROR")) or "VIOLATED" in ln or "diverge" in ln]
+    last = (verdicts or lines or [""])[0 if verdicts else -1][:300]
+    return ("survived" if proc.returncode == 0 else "killed"), took, f"exit {proc.returncode}: {last}"
+
+
+def run_mutants(
+    mutants: Sequence[Mutant],
+    detectors: Sequence[str],
+    budget: float,
+    jobs: int,
+    traces: Path | None,
+    fuzz_examples: int,
+    on_done: Callable[[MutantResult], None] = lambda r: None,
+) -> list[MutantResult]:
+    """Every mutant against every detector, `jobs` mutants at a time."""
+    with tempfile.TemporaryDirectory(prefix="kgc-mutate-") as tmp:
+
+        def one(index: int) -> MutantResult:
+            mutant = mutants[index]
+            result = MutantResult(mutant)
+            for det in detectors:
+                scratch = Path(tmp) / f"m{index}" / det
+                argv = detector_argv(det, scratch, traces, fuzz_examples)
+                outcome, took, last = run_detector(argv, mutant, budget, scratch)
+                result.outcomes[det], result.seconds[det], result.evidence[det] = outcome, took, last
+            on_done(result)
+            return result
+
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            return list(pool.map(one, range(len(mutants))))
+
+
+def scores(results: Sequence[MutantResult], detectors: Sequence[str]) -> dict[str, float]:
+    """Kill rate per detector and for all of them together (`all`), in percent of the mutants."""
+    n = len(results) or 1
+    out = {d: 100.0 * sum(r.killed_by([d]) for r in results) / n for d in detectors}
+    out["all"] = 100.0 * sum(r.killed_by(detectors) for r in results) / n
+    return out

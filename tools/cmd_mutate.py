@@ -1,0 +1,130 @@
+"""`kgc mutate`: mutation testing of impl/ -- how many small semantic changes to the coordinator
+each detector (replay, conform, validate, fuzz) notices.
+
+Mutants come from conformance/mutate.py (an AST mutator; the repository is never edited) and
+run through conformance/mutate_run.py (one subprocess per mutant and detector, a time budget
+each, --jobs mutants at a time). Prints one line per mutant as it finishes, then the kill rate
+per detector and for all of them together, and writes a markdown page of the survivors with
+their diffs (--page). Exit 0 when it ran (the scores are the result, not a verdict), 1 for bad
+usage, 21 when a detector fails on the unmutated code (its verdicts would mean nothing).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kgc.tools.exit_codes import ExitCode
+
+__all__ = ["mutate_command", "register", "survivors_page"]
+
+
+def survivors_page(results: list, detectors: list[str], rates: dict[str, float]) -> str:  # type: ignore[type-arg]
+    """Markdown: the scores, then every mutant no detector killed, with its diff."""
+    lines = ["# Surviving mutants", "", "| detector | kill rate |", "|---|---|"]
+    lines += [f"| {d} | {rates[d]:.1f} % |" for d in [*detectors, "all"]]
+    lines.append("")
+    for r in results:
+        if r.killed_by(detectors):
+            continue
+        lines += [f"## {r.mutant.ident}", "", "```diff", r.mutant.diff().rstrip(), "```", ""]
+    return "\n".join(lines) + "\n"
+
+
+def mutate_command(
+    detectors: Annotated[
+        str, typer.Option(help="Comma-separated: replay,conform,validate,fuzz.")
+    ] = "replay,conform,validate,fuzz",
+    modules: Annotated[
+        str, typer.Option(help="Comma-separated impl modules: coordinator,delayed,group,timer,purgatory.")
+    ] = "coordinator,delayed",
+    sample: Annotated[
+        int | None, typer.Option(min=1, help="Run this many mutants drawn with --seed (default: all).")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the --sample draw.")] = 0,
+    jobs: Annotated[int, typer.Option(min=1, help="Mutants at a time.")] = 1,
+    budget: Annotated[float, typer.Option(min=1, help="Seconds per detector per mutant.")] = 180.0,
+    fuzz_examples: Annotated[int, typer.Option(min=1, help="Hypothesis examples per fuzz run.")] = 100,
+    traces: Annotated[Path | None, typer.Option(help="Spec traces for conform (default: 20 simulated now).")] = None,
+    page: Annotated[Path | None, typer.Option(help="Write the survivors' markdown page here.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="End with one JSON object on stdout.")] = False,
+) -> None:
+    """Mutation testing of impl/: kill rate per detector, surviving mutants with their diff."""
+    from kgc.conformance.mutate import IMPL_MODULES, sample_mutants
+    from kgc.conformance.mutate_run import DETECTORS, detector_argv, run_detector, run_mutants, scores
+
+    dets = [d for d in detectors.split(",") if d]
+    mods = [m for m in modules.split(",") if m]
+    bad = [d for d in dets if d not in DETECTORS] + [m for m in mods if m not in IMPL_MODULES]
+    if bad or not dets or not mods:
+        typer.echo(
+            f"kgc mutate: error: unknown detector or module {bad!r} (detectors {DETECTORS}, modules {tuple(IMPL_MODULES)})",
+            err=True,
+        )
+        raise typer.Exit(int(ExitCode.USAGE))
+    if traces is not None and not traces.is_dir():
+        typer.echo(f"kgc mutate: error: --traces {traces}: not a folder", err=True)
+        raise typer.Exit(int(ExitCode.USAGE))
+
+    with tempfile.TemporaryDirectory(prefix="kgc-mutate-base-") as tmp:
+        if "conform" in dets and traces is None:
+            traces = Path(tmp) / "traces"
+            typer.echo("simulating 20 spec traces for conform ...", err=True)
+            subprocess.run(
+                [sys.executable, "-m", "kgc.tools.entry", "simulate", "--traces", "20", "--out", str(traces)],
+                check=False, capture_output=True,
+            )  # fmt: skip
+        for det in dets:  # every detector must pass the unmutated code, or its kills mean nothing
+            outcome, took, last = run_detector(
+                detector_argv(det, Path(tmp) / det, traces, fuzz_examples), None, budget, Path(tmp) / det
+            )
+            typer.echo(f"baseline {det}: {outcome} in {took:.0f} s", err=True)
+            if outcome != "survived":
+                typer.echo(f"kgc mutate: error: {det} fails on the unmutated code: {last}", err=True)
+                raise typer.Exit(int(ExitCode.TLC_ERROR))
+
+        mutants = sample_mutants(mods, sample, seed)
+        done = [0]
+
+        def progress(r: object) -> None:
+            done[0] += 1
+            res = r  # MutantResult
+            verdicts = " ".join(f"{d}={res.outcomes[d]}" for d in dets)  # type: ignore[attr-defined]
+            typer.echo(f"[{done[0]}/{len(mutants)}] {res.mutant.ident}: {verdicts}", err=True)  # type: ignore[attr-defined]
+
+        results = run_mutants(mutants, dets, budget, jobs, traces, fuzz_examples, on_done=progress)
+
+    rates = scores(results, dets)
+    survivors = [r for r in results if not r.killed_by(dets)]
+    typer.echo(f"kgc mutate ({','.join(mods)}): {len(results)} mutants")
+    for d in [*dets, "all"]:
+        typer.echo(f"  {d:9} kills {rates[d]:5.1f} %")
+    for r in survivors:
+        typer.echo(f"survived {r.mutant.ident}")
+        typer.echo(r.mutant.diff().rstrip())
+    if page is not None:
+        page.write_text(survivors_page(results, dets, rates))
+    if as_json:
+        typer.echo(
+            json.dumps(
+                {
+                    "mutants": len(results),
+                    "kill_rate": rates,
+                    "results": [
+                        {"mutant": r.mutant.ident, "outcomes": r.outcomes, "evidence": r.evidence} for r in results
+                    ],
+                    "survivors": [r.mutant.ident for r in survivors],
+                }
+            )
+        )
+    raise typer.Exit(int(ExitCode.PASSED))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("mutate")(mutate_command)
