@@ -852,6 +852,8 @@ class _ScenarioLifter:
             else:
                 rec.step("LeaveGroup", c, origin=f"{where} leave {step.id}")
             return
+        if kind == "heartbeat" and step.generation != view.gen and self._stale_heartbeat(where, step, c):
+            return
         if step.generation != view.gen:
             self._as_outsider(where, step, member, f"generation {step.generation}, its consumer has {view.gen}")
             return
@@ -872,6 +874,22 @@ class _ScenarioLifter:
             name = "Heartbeat"
         rec.step(name, c, origin=f"{where} {kind} {step.id}")
         self.tokens[step.id] = rec.world._tokens
+
+    def _stale_heartbeat(self, where: str, step: Any, c: str) -> bool:
+        """A heartbeat with the generation a rejoining consumer held before (its own is -1
+        now) is the spec's StaleHeartbeat fault; True once recorded as one. Its flag says
+        whether that generation is still the group's (any older one is answered alike)."""
+        from kgc.conformance.abstraction.actions import stale_generation
+
+        world = self.rec.world
+        if world.clients[c].phase != "Unjoined" or step.generation < 0:
+            return False
+        cur = step.generation == stale_generation(world, True)
+        if not_enabled(world, {"name": "StaleHeartbeat", "client": ModelValue(c), "flag": cur}) is not None:
+            return False
+        self.rec.step("StaleHeartbeat", c, flag=cur, origin=f"{where} heartbeat {step.id} (sent before the rejoin)")
+        self.tokens[step.id] = world._tokens
+        return True
 
 
 def record_scenario_file(path: Path, coordinator_class: type[GroupCoordinator] = GroupCoordinator) -> RecordedTrace:

@@ -185,6 +185,7 @@ ACTIONS: dict[str, str] = {
     "StoreCallback": "StoreCallbackAny",
     "LoadBegin": "LoadBegin",
     "GroupUnloadDuringLoad": "GroupUnloadDuringLoad",
+    "StaleHeartbeat": "StaleHeartbeat(C_(a), F_(a))",
 }
 _ACTION_INDEX = {name: n for n, name in enumerate(ACTIONS, start=1)}
 MAX_CLIENTS = 63
@@ -602,7 +603,8 @@ def build_module(
         f"    NewMemberTimeout = {consts.new_member_timeout}",
         f"    MaxGroupSize = {max_group}",
         "    JoinFlavours = {TRUE, FALSE}",
-        '    ClientFaults = {"crash", "abandon", "leave", "rejoin", "change", "resync", "early-rejoin"}',
+        '    ClientFaults = {"crash", "abandon", "leave", "rejoin", "change", "resync", "early-rejoin",'
+        ' "stale-heartbeat"}',
         f"    MaxFailovers = {max(1, consts.failovers)}",
         "    Normalize = FALSE",
         '    Bug = "none"',

@@ -99,7 +99,7 @@ CONSTANTS
     MaxGroupSize,     \* group.max.size
     JoinFlavours,     \* requireKnownMemberId values clients use (subset of BOOLEAN)
     ClientFaults,     \* subset of {"crash", "abandon", "leave", "rejoin", "change", "resync",
-                      \*   "early-rejoin"}
+                      \*   "early-rejoin", "stale-heartbeat"}
     MaxFailovers,     \* how many times the group may be unloaded (0: never)
     Normalize,        \* relative clock and generations (liveness models)
     Bug               \* "none", or the name of one seeded defect
@@ -857,10 +857,9 @@ SyncGroupHandler(s, c) ==
                    LET s1 == RemovePendingSyncMember(s0, m)
                    IN ScheduleHeartbeat(ReplySync(s1, c, "NONE"), m)
 
-(* handleHeartbeat *)
-HeartbeatHandler(s, c) ==
+(* handleHeartbeat of client c's member id with generation g *)
+HeartbeatFor(s, c, g) ==
     LET m == s.cmember[c]
-        g == s.cgen[c]
     IN IF ~s.loaded THEN ReplyHeartbeat(s, c, NotLoadedHeartbeatError(s))
        ELSE IF s.gstate # "Dead" /\ StaticCheck(s, c, m) # "NONE" THEN ReplyHeartbeat(s, c, StaticCheck(s, c, m))
        ELSE IF s.gstate = "Dead" \/ m \notin s.members THEN ReplyHeartbeat(s, c, "UNKNOWN_MEMBER_ID")
@@ -873,6 +872,9 @@ HeartbeatHandler(s, c) ==
               [] s.gstate = "Stable" /\ Bug = "stable_heartbeat_rebalance_in_progress" ->
                    ReplyHeartbeat(ScheduleHeartbeat(s, m), c, "REBALANCE_IN_PROGRESS")
               [] OTHER -> ReplyHeartbeat(ScheduleHeartbeat(s, m), c, "NONE")
+
+(* handleHeartbeat *)
+HeartbeatHandler(s, c) == HeartbeatFor(s, c, s.cgen[c])
 
 (* handleLeaveGroup for the client's own member id; the client closes.     *)
 LeaveGroupHandler(s, c, nl, jl) ==
@@ -1218,6 +1220,32 @@ ClientRejoin(c) ==
     /\ LET s == ClientRejoins(Cur, c)
        IN Commit(s, LA("ClientRejoin", c, cmember[c], cgen[c], FALSE, s))
 
+(* ---- stale heartbeat ---------------------------------------------------- *)
+(* Fault "stale-heartbeat": a HeartbeatRequest sent with the generation   *)
+(* the client held before it dropped it for a rejoin (a SyncGroup or       *)
+(* Heartbeat answered REBALANCE_IN_PROGRESS, ClientRejoin) reaches the     *)
+(* coordinator only now; cur: that generation is still the group's (else  *)
+(* an older one, which handleHeartbeat answers ILLEGAL_GENERATION whatever *)
+(* its value).  The coordinator handles it as any heartbeat (a current     *)
+(* member's session is rescheduled); the client ignores the response:      *)
+(* AbstractCoordinator.HeartbeatResponseHandler acts on UNKNOWN_MEMBER_ID  *)
+(* / ILLEGAL_GENERATION only "if (generationUnchanged())", and on          *)
+(* REBALANCE_IN_PROGRESS only while STABLE; it is rejoining with           *)
+(* generation -1.                                                          *)
+KeepClient(s, c) ==
+    [s EXCEPT !.cphase[c] = cphase[c], !.cmember[c] = cmember[c], !.cgen[c] = cgen[c],
+              !.cleader[c] = cleader[c], !.cmembers[c] = cmembers[c], !.cassign[c] = cassign[c],
+              !.cwait[c] = cwait[c]]
+
+StaleHeartbeat(c, cur) ==
+    /\ "stale-heartbeat" \in ClientFaults
+    /\ cphase[c] = "Unjoined" /\ cmember[c] # NoMember
+    /\ generation >= 1
+    /\ LET g == IF cur THEN generation ELSE IF Normalize THEN 0 ELSE generation - 1
+           s == KeepClient(HeartbeatFor(Cur, c, g), c)
+       IN Commit(s, LA("StaleHeartbeat", c, cmember[c], g, cur, s))
+(* ---- end stale heartbeat ------------------------------------------------ *)
+
 -----------------------------------------------------------------------------
 Init ==
     /\ now = 0 /\ timers = <<>> /\ loaded = TRUE /\ gstate = "Dead" /\ generation = 0
@@ -1249,6 +1277,7 @@ ClientStep(c) ==
 Disturb(c) ==
     \/ JoinGroupKnownMember(c, TRUE) \/ LeaveGroup(c)
     \/ ClientCrash(c) \/ ClientAbandon(c) \/ ClientRejoin(c)
+    \/ \E cur \in BOOLEAN : StaleHeartbeat(c, cur)
 
 Next ==
     \/ \E c \in Clients : ClientStep(c) \/ Disturb(c)

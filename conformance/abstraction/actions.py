@@ -209,6 +209,24 @@ def _heartbeat(world: World, c: str, res: StepResult) -> None:
     view.calling = 0
 
 
+def stale_generation(world: World, cur: bool) -> int:
+    """The generation a StaleHeartbeat(c, cur) carries: the group's, or the one before it
+    (handleHeartbeat answers every older generation alike)."""
+    group = world.group
+    current = group.generation_id if group is not None else 0
+    return current if cur else current - 1
+
+
+def _stale_heartbeat(world: World, c: str, cur: bool, res: StepResult) -> None:
+    """The spec's StaleHeartbeat: a heartbeat the client sent before it dropped its
+    generation for a rejoin; the client no longer listens (its response is ignored)."""
+    view = world.clients[c]
+    gen = stale_generation(world, cur)
+    token = world._request(None)  # not delivered: the client no longer waits for it
+    res.requests.append(f"Heartbeat(member={view.member!r}, generation={gen}) sent before the rejoin")
+    world.coordinator.handle_heartbeat(GROUP_ID, view.member, None, gen, world._callback(c, token, "heartbeat"))
+
+
 def _leave(world: World, c: str, res: StepResult) -> None:
     view = world.clients[c]
     member_id = view.member
@@ -343,6 +361,8 @@ def apply_action(world: World, la: Mapping[str, Any], fire: Any = None) -> StepR
         _sync(world, c, name == "SyncGroupLeader", res)
     elif name == "Heartbeat":
         _heartbeat(world, c, res)
+    elif name == "StaleHeartbeat":
+        _stale_heartbeat(world, c, flag, res)
     elif name == "LeaveGroup":
         _leave(world, c, res)
     elif name in ("ClientCrash", "NoIdLeft"):
@@ -383,6 +403,8 @@ def apply_action(world: World, la: Mapping[str, Any], fire: Any = None) -> StepR
         pre_member, pre_gen = res.fired["member"], res.fired["gen"]
     if name == "StoreCallback":
         pre_gen = store_gen
+    if name == "StaleHeartbeat":
+        pre_gen = world.gen(stale_generation(world, flag))
     new_ids = world.ids.seen - ids_before
     newest = (world.ids.peek(world.ids.newest(1)[0]) or NO_MEMBER) if new_ids == 1 else NO_MEMBER
     res.last_action = Record(
@@ -391,7 +413,7 @@ def apply_action(world: World, la: Mapping[str, Any], fire: Any = None) -> StepR
             "client": ModelValue(c) if view is not None else ModelValue("NoClient"),
             "member": pre_member,
             "gen": pre_gen,
-            "flag": flag if name in ("JoinGroupUnknownMember", "JoinGroupKnownMember") else False,
+            "flag": flag if name in ("JoinGroupUnknownMember", "JoinGroupKnownMember", "StaleHeartbeat") else False,
             "newMember": newest,
             "resp": (
                 res.response
@@ -460,6 +482,8 @@ def _action_member_gen(world: World, name: str, view: ClientView | None) -> tupl
         return member, world.gen(view.gen)
     if name == "ClientAbandon":
         return world.ids.spec(view.wait), NO_GEN
+    if name == "StaleHeartbeat":
+        return member, NO_GEN  # apply_action fills in the generation the heartbeat carried
     if name in ("JoinGroupUnknownMember", "ClientRestart", "NoIdLeft"):
         return NO_MEMBER, NO_GEN
     return member, NO_GEN
@@ -488,6 +512,10 @@ def not_enabled(world: World, la: Mapping[str, Any]) -> str | None:
             "ClientRestart": phase == "Down",
             "ClientAbandon": phase in ("JoinWait", "SyncWait"),
             "ClientRejoin": phase in ("Joined", "Stable"),
+            "StaleHeartbeat": phase == "Unjoined"
+            and bool(view.member)
+            and group is not None
+            and group.generation_id >= 1,
             "NoIdLeft": (phase == "Unjoined" and not view.member and len(world.ids) >= world.k.num_ids),
         }.get(name, True)
         if not ok:

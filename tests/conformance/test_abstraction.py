@@ -253,3 +253,19 @@ def test_constants_from_a_cfg() -> None:
     k = SpecConstants.from_cfg_text(text, ms_per_unit=10)
     assert k.clients == ("c1", "c2") and k.max_failovers == 0 and k.ms(k.session) == 20
     assert SpecConstants.from_json(k.to_json()) == k
+
+
+def test_stale_heartbeat_reaches_the_coordinator_and_leaves_the_rejoining_client_alone() -> None:
+    """StaleHeartbeat: the heartbeat a client sent before it dropped its generation for a
+    rejoin is handled by the coordinator (the current generation is accepted, an older one is
+    ILLEGAL_GENERATION), and the client, rejoining with generation -1, ignores the answer."""
+    w = World(K)
+    assert not_enabled(w, act("StaleHeartbeat", "c1", True)) == "client c1 is Unjoined with no member id"
+    s = run(w, act("JoinGroupUnknownMember", "c1"), act("InitialDelayedJoin"), act("ClientRejoin", "c1"))
+    assert (s["gstate"], s["generation"], s["cphase"][C1], s["cgen"][C1]) == ("CompletingRebalance", 1, "Unjoined", -1)
+    for cur, answer, gen in ((True, "NONE", 1), (False, "ILLEGAL_GENERATION", 0)):
+        res = apply_action(w, act("StaleHeartbeat", "c1", cur))
+        assert (res.last_action["resp"], res.last_action["gen"], res.last_action["flag"]) == (answer, gen, cur)
+        after = abstract_state(w)
+        assert (after["cphase"][C1], after["cgen"][C1], after["cmember"][C1]) == ("Unjoined", -1, s["cmember"][C1])
+    assert w.clients["c1"].member  # UNKNOWN_MEMBER_ID would have reset it, were it delivered

@@ -51,7 +51,6 @@ SEEDED = (
 #:   is disabled while it rejoins), so only an in-flight request could do this.
 NOT_MODELLED = {
     "commit-in-preparing-rebalance-is-accepted-and-keeps-the-session": "OffsetCommit has no spec action yet",
-    "completing-rebalance-sync-timeout-removes-leader": "its consumer has -1",
     "inconsistent-group-protocol": "protocol selection",
     "protocol-selected-by-member-votes": "protocol selection",
     "static-follower-rejoin-v9-is-not-told-to-skip": "a static member (group.instance.id)",
