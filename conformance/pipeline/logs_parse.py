@@ -185,16 +185,26 @@ def _format_case(msg: Column, hint: Column) -> Column:
     return case.otherwise(F.lit(-1))
 
 
-def _field_column(name: str, msg: Column, idx: Column) -> Column:
+def _fields_packed(msg: Column, idx: Column) -> Column:
+    """The event's fields in one string (FIELDS' order, _SEP between): ONE regexp_replace of the
+    matched format's regex per line, its groups rearranged into FIELDS' slots.
+
+    Why not a regexp_extract per field: that ran the format's regex once per output column (up
+    to five times per event line), and eight CASE expressions over all formats made the
+    generated projection big. `^.*?(?:R).*$` matches where `find` would (the lazy prefix tries
+    the leftmost start first, and `.*$` accepts any end), so the groups are regexp_extract's;
+    an unmatched optional group gives "" in both."""
     from pyspark.sql import functions as F
 
     case = None
     for index, fmt in enumerate(FORMATS):
-        if name not in fmt.fields:
+        if not fmt.fields:
             continue
-        value = F.regexp_extract(msg, fmt.regex, fmt.fields.index(name) + 1)
+        slots = [f"${fmt.fields.index(name) + 1}" if name in fmt.fields else "" for name in FIELDS]
+        value = F.regexp_replace(msg, "^.*?(?:" + fmt.regex + ").*$", _SEP.join(slots))
         case = F.when(idx == index, value) if case is None else case.when(idx == index, value)
-    return F.lit("") if case is None else case.otherwise(F.lit(""))
+    empty = F.lit(_SEP * (len(FIELDS) - 1))
+    return empty if case is None else case.otherwise(empty)
 
 
 def classify_lines(lines: DataFrame) -> DataFrame:
@@ -248,7 +258,8 @@ def classify_lines(lines: DataFrame) -> DataFrame:
     df = df.withColumn("category", category)
     kinds = F.element_at(F.array(*[F.lit(f.kind) for f in FORMATS]), F.col("idx") + 1)
     names = F.element_at(F.array(*[F.lit(f.name) for f in FORMATS]), F.col("idx") + 1)
-    fields = [_field_column(name, F.col("msg"), F.col("idx")).alias(name) for name in FIELDS]
+    df = df.withColumn("packed_fields", F.split(_fields_packed(F.col("msg"), F.col("idx")), _SEP))
+    fields = [F.coalesce(F.col("packed_fields").getItem(i), F.lit("")).alias(name) for i, name in enumerate(FIELDS)]
     return df.select(
         "file",
         "line",
