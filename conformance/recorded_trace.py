@@ -48,6 +48,9 @@ class TraceConstants:
     #: group.min/max.session.timeout.ms in spec units (the spec's MinSession/MaxSession)
     min_session: int = 0
     max_session: int = 1000000
+    #: the spec's Instances: each group.instance.id as the sorted clients configured with it
+    #: (a trace's static clients); TLC checks a batch under one Instances constant
+    instances: tuple[tuple[str, ...], ...] = ()
 
     def batch_key(self) -> tuple[Any, ...]:
         """Traces with equal keys can share one TLC run (ids, clients and failovers merge)."""
@@ -61,6 +64,7 @@ class TraceConstants:
             self.client_timeouts,
             self.min_session,
             self.max_session,
+            self.instances,
         )
 
 
@@ -133,6 +137,7 @@ def read_trace(path: Path) -> RecordedTrace:
         consts = dict(meta["constants"])
         consts["clients"] = tuple(consts["clients"])
         consts["client_timeouts"] = tuple((str(c), int(s), int(r)) for c, s, r in consts.get("client_timeouts", ()))
+        consts["instances"] = tuple(tuple(str(c) for c in i) for i in consts.get("instances", ()))
         constants = TraceConstants(**consts)
         model_values = set(meta.get("modelValues", []))
     except (KeyError, TypeError, ValueError) as err:

@@ -236,11 +236,12 @@ class RunRecorder:
         i = 0
         while i < len(pairs):
             j = i + 1
-            if _batchable(pairs[i][1]):
+            if _batchable(pairs[i][1]) and not world.is_made_alone(pairs[i][0]):
                 key = (pairs[i][1]["deadline"], world.born_step(pairs[i][0]))
                 while (
                     j < len(pairs)
                     and _batchable(pairs[j][1])
+                    and not world.is_made_alone(pairs[j][0])
                     and (pairs[j][1]["deadline"], world.born_step(pairs[j][0])) == key
                 ):
                     j += 1
@@ -383,6 +384,7 @@ class RunRecorder:
             failovers=self.world.failovers,
             ms_per_unit=k.ms_per_unit,
             store_async=k.store_async,
+            instances=k.instances,
         )
 
     def trace(self) -> RecordedTrace:
@@ -560,6 +562,22 @@ def _scenario_unit(scenario: Any, new_member_ms: int) -> int:
     return unit or 1
 
 
+def scenario_clients(scenario: Any, group: str) -> list[tuple[str, Any]]:
+    """(spec client, join) for each of the group's modelled JoinGroups with member id "", in
+    order: c1, c2, ... Every one is a consumer of its own, a static one included: a static
+    consumer that joins again with "" is a restarted process, and the one it replaces may
+    still send with the old member id (the zombie FENCED_INSTANCE_ID is for), so clients of
+    one group.instance.id form one of the spec's Instances."""
+    from kgc.conformance.scenario import Join
+
+    fresh = [
+        s
+        for s in scenario.steps
+        if isinstance(s, Join) and s.member == "" and s.group == group and _join_unmodelled(s) is None
+    ]
+    return [(f"c{n}", j) for n, j in enumerate(fresh, start=1)]
+
+
 def scenario_constants(scenario: Any) -> tuple[SpecConstants, str]:
     """The model a scenario runs under (from its first join), and its main group."""
     from kgc.conformance.scenario import Join, Unload
@@ -578,15 +596,19 @@ def scenario_constants(scenario: Any) -> tuple[SpecConstants, str]:
     unloads = sum(1 for s in scenario.steps if isinstance(s, Unload) and s.group == group)
     # The lifter hands c1, c2, ... to the group's modelled unknown-member joins in order; each
     # client keeps that join's timeouts (the spec's SessionOf / RebalanceOf).
-    fresh = [j for j in joins if j.member == "" and j.group == group and _static_unmodelled(j) is None]
+    fresh = scenario_clients(scenario, group)
     client_timeouts = tuple(
-        (f"c{n}", j.session_timeout_ms // unit, j.rebalance_timeout_ms // unit)
-        for n, j in enumerate(fresh, start=1)
+        (c, j.session_timeout_ms // unit, j.rebalance_timeout_ms // unit)
+        for c, j in fresh
         if (j.session_timeout_ms, j.rebalance_timeout_ms) != (session, rebalance)
     )
+    by_instance: dict[str, list[str]] = {}
+    for c, j in fresh:
+        if j.instance is not None:
+            by_instance.setdefault(j.instance, []).append(c)
     return SpecConstants(
         client_timeouts=client_timeouts,
-        clients=tuple(f"c{n}" for n in range(1, max(1, unknown) + 1)),
+        clients=tuple(c for c, _ in fresh) or ("c1",),
         num_ids=max(1, unknown),
         session=session // unit,
         rebalance=rebalance // unit,
@@ -596,6 +618,7 @@ def scenario_constants(scenario: Any) -> tuple[SpecConstants, str]:
         max_failovers=max(1, unloads),
         ms_per_unit=unit,
         store_async=scenario.config.store == "deferred",
+        instances=tuple(sorted(tuple(sorted(cs)) for cs in by_instance.values())),
     ), group
 
 
@@ -620,10 +643,8 @@ def record_scenario(scenario: Any, coordinator_class: type[GroupCoordinator] = G
     return rec.trace()
 
 
-def _static_unmodelled(step: Any) -> str | None:
+def _join_unmodelled(step: Any) -> str | None:
     """Why the spec cannot take this JoinGroup whoever sends it, or None."""
-    if step.instance is not None:
-        return "a static member (group.instance.id)"
     if step.protocol_type != "consumer" or len(step.protocols) != 1:
         return "protocol selection"
     return None
@@ -635,8 +656,13 @@ class _ScenarioLifter:
         self.scenario = scenario
         self.group = group
         self.tokens: dict[str, int] = {}  # scenario request id -> World token
-        self.fresh = list(rec.constants.clients)
+        # the client each modelled JoinGroup with member id "" is (scenario_constants's order)
+        self.fresh = {id(j): c for c, j in scenario_clients(scenario, group)}
         self.k = rec.constants
+        # the scenario's group.instance.id values -> the spec instance ids the World sends
+        self.instance_ids = {
+            j.instance: self.k.instance_id_of(c) for c, j in scenario_clients(scenario, group) if j.instance is not None
+        }
         self.sent: dict[str, list[tuple[str, str]]] = {}  # client -> protocols it last sent
 
     # member references ----------------------------------------------------------------------
@@ -741,13 +767,14 @@ class _ScenarioLifter:
         from kgc.conformance.scenario import Commit, Heartbeat, Join, Leave, Sync
 
         origin = f"{where} {type(step).__name__.lower()} {step.id} ({why})"
+        instance = self.instance_ids.get(step.instance, step.instance) if step.instance is not None else None
 
         def send(c: GroupCoordinator, answer: Callable[[Any], None]) -> None:
             if isinstance(step, Join):
                 c.handle_join_group(
                     GROUP_ID,
                     member,
-                    step.instance,
+                    instance,
                     step.require_known_member,
                     step.client,
                     "localhost",
@@ -760,16 +787,56 @@ class _ScenarioLifter:
                 )
             elif isinstance(step, Sync):
                 c.handle_sync_group(
-                    GROUP_ID, step.generation, member, step.protocol_type, step.protocol, step.instance, {}, answer
+                    GROUP_ID, step.generation, member, step.protocol_type, step.protocol, instance, {}, answer
                 )
             elif isinstance(step, Heartbeat):
-                c.handle_heartbeat(GROUP_ID, member, step.instance, step.generation, answer)
+                c.handle_heartbeat(GROUP_ID, member, instance, step.generation, answer)
             elif isinstance(step, Leave):
-                c.handle_leave_group(GROUP_ID, [LeaveMemberIdentity(member, step.instance)], answer)
+                c.handle_leave_group(GROUP_ID, [LeaveMemberIdentity(member, instance)], answer)
             elif isinstance(step, Commit):
-                c.handle_commit_offsets(GROUP_ID, member, step.instance, step.generation, dict(step.offsets), answer)
+                c.handle_commit_offsets(GROUP_ID, member, instance, step.generation, dict(step.offsets), answer)
 
         self.rec.outsider(send, origin)
+
+    def _instance_unmodelled(self, step: Any, client: str, member: str) -> str | None:
+        """Why a request of `client` (holding `member`) with the scenario's group.instance.id
+        is not the spec's request of that client, or None. A spec client sends its instance
+        id, if it has one, in every request. A static member's request without one passes
+        validateCurrentMember's instance half as the spec's does only while the instance
+        still maps to that member id (otherwise Kafka goes on to the member checks where
+        the spec answers FENCED_INSTANCE_ID)."""
+        own = self.k.instance_id_of(client)
+        sent = self.instance_ids.get(step.instance, step.instance) if step.instance is not None else None
+        if sent == own:
+            return None
+        if own is None:
+            return "a group.instance.id sent by a dynamic consumer"
+        if sent is not None:
+            return "a group.instance.id other than its consumer's"
+        group = self.rec.world.group
+        if group is not None and group.static_members.get(own) == member:
+            return None
+        return "a static member's request without its group.instance.id"
+
+    def _static_replace_unmodelled(self, step: Any, client: str) -> str | None:
+        """The spec stores the group synchronously when updateStaticMemberAndRebalance
+        replaces a static member in Stable; with a deferred store Kafka answers the JoinGroup
+        in the append's callback and on an append error reverts to the old member id
+        (replaceStaticMember back), which the spec does not model."""
+        own = self.k.instance_id_of(client)
+        group = self.rec.world.group
+        if (
+            own is None
+            or not self.k.store_async
+            or group is None
+            or not group.is_(GroupState.Stable)
+            or group.static_members.get(own) is None
+        ):
+            return None
+        return (
+            "a static member replaced in Stable with a deferred store (updateStaticMemberAndRebalance's "
+            "storeGroup callback and its revert to the old member id on an append error are not in the spec)"
+        )
 
     def _timeouts_unmodelled(self, step: Any, client: str) -> str | None:
         k = self.k
@@ -780,22 +847,33 @@ class _ScenarioLifter:
 
     def join(self, where: str, step: Any, member: str) -> None:
         rec = self.rec
-        why = _static_unmodelled(step)
+        why = _join_unmodelled(step)
         if why is not None:
             self._as_outsider(where, step, member, why)
             return
         if member == "":
-            if not self.fresh:
+            c = self.fresh.pop(id(step), None)
+            if c is None:
                 self._as_outsider(where, step, member, "no client left")
                 return
-            c = self.fresh.pop(0)
+            why = self._static_replace_unmodelled(step, c)
+            if why is not None:
+                rec.stop(f"{where} join {step.id}: {why}")
+                return
             self.sent[c] = [tuple(p) for p in step.protocols]
-            rec.step("JoinGroupUnknownMember", c, step.require_known_member, origin=f"{where} join {step.id}")
+            # a static client's flag is supportsSkippingAssignment (v9+), a dynamic one's
+            # requireKnownMemberId (v4+)
+            flag = step.supports_skip_assignment if step.instance is not None else step.require_known_member
+            rec.step("JoinGroupUnknownMember", c, flag, origin=f"{where} join {step.id}")
             self.tokens[step.id] = rec.world._tokens
             return
         c = self.client_of(member)
         if c is None:
             self._as_outsider(where, step, member, "a member id no consumer holds")
+            return
+        why = self._instance_unmodelled(step, c, member)
+        if why is not None:
+            self._as_outsider(where, step, member, why)
             return
         why = self._timeouts_unmodelled(step, c)
         if why is not None:
@@ -835,15 +913,19 @@ class _ScenarioLifter:
 
     def client_request(self, where: str, step: Any, member: str, kind: str) -> None:
         rec = self.rec
-        if step.instance is not None:
-            self._as_outsider(where, step, member, "a static member (group.instance.id)")
-            return
         if kind == "sync" and not self._consistent_protocol(step):
             self._as_outsider(where, step, member, "SyncGroup v5 protocol type/name")
+            return
+        if kind == "leave" and member == "" and step.instance is not None:
+            self._as_outsider(where, step, member, "a LeaveGroup by group.instance.id alone")
             return
         c = self.client_of(member)
         if c is None:
             self._as_outsider(where, step, member, "a member id no consumer holds")
+            return
+        why = self._instance_unmodelled(step, c, member)
+        if why is not None:
+            self._as_outsider(where, step, member, why)
             return
         view = rec.world.clients[c]
         if kind == "leave":

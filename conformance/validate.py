@@ -104,9 +104,9 @@ VAR_TYPES: dict[str, str] = {
     "leaderLog": "pairs",
     "lastAction": "record",
     "writes": "writes",
-    "staticMembers": "nofunction",
+    "staticMembers": "perinstance",
     "minstance": "instances",
-    "storeStatic": "nofunction",
+    "storeStatic": "perinstance",
     "loading": "bool",
 }
 SPEC_VARIABLES = tuple(VAR_TYPES)
@@ -336,6 +336,19 @@ def _scalar(kind: str, v: Any, codes: dict[str, int], clients: dict[str, int]) -
     raise ValueError(kind)
 
 
+_NO_MEMBER = 0  # the spec's NoMember
+
+
+def _instance_key(instance: Sequence[str]) -> frozenset[ModelValue]:
+    """An instance as the recorded states hold it: the set of its clients."""
+    return frozenset(ModelValue(c) for c in instance)
+
+
+def _instance_ident(n: int) -> str:
+    """The TraceData name of the batch's n-th instance (1-based)."""
+    return f"IN_{n}_"
+
+
 def _tuple(parts: Iterable[str]) -> str:
     return "<<" + ", ".join(parts) + ">>"
 
@@ -362,8 +375,10 @@ class _ViewWriter:
         codes: dict[str, int],
         num_ids: int = 0,
         default_timeouts: tuple[int, int] = (0, 0),
+        instances: Sequence[Sequence[str]] = (),
     ) -> None:
         self.num_ids = num_ids
+        self.instances = tuple(tuple(i) for i in instances)
         self.default_timeouts = default_timeouts
         self.shape = shape
         self.clients = tuple(clients)
@@ -392,13 +407,18 @@ class _ViewWriter:
                 return "<<" + ", ".join([str(n)] + rest) + ">>"
 
             return lambda v: "<<" + ", ".join(timer(t) for t in v) + ">>"
-        if kind == "nofunction":  # a function on the (empty) instance ids: <<>> to TLC
-            return lambda v: "<< >>" if len(v) == 0 else "?"  # TLC writes an empty function so
-        if kind == "instances":  # minstance: per member id, its instance (a set of clients)
+        if kind == "perinstance":  # a function on the instances: to TLC, a tuple in their order
+            if not self.instances:
+                return lambda v: "<< >>" if len(v) == 0 else "?"  # TLC's empty function
+            keys = [_instance_key(i) for i in self.instances]
+            return lambda v: _tuple(_scalar("int", v.get(key, _NO_MEMBER), codes, index) for key in keys)
+        if kind == "instances":  # minstance: per member id, its instance's number (0: none)
+            numbers = {_instance_key(i): n for n, i in enumerate(self.instances, start=1)}
+            numbers[frozenset()] = 0
 
             def per_id(v: Any) -> str:
                 sets = list(v) + [frozenset()] * (self.num_ids - len(v))
-                return _tuple("{}" if not x else "?" for x in sets)
+                return _tuple(str(numbers.get(frozenset(x), "?")) for x in sets)
 
             return per_id
         if kind == "writes":
@@ -439,9 +459,10 @@ def view_text(
     codes: dict[str, int],
     num_ids: int = 0,
     default_timeouts: tuple[int, int] = (0, 0),
+    instances: Sequence[Sequence[str]] = (),
 ) -> str:
     """TLC's ToString of `View` in the state the run observed."""
-    return _ViewWriter(shape, clients, codes, num_ids, default_timeouts).text(state)
+    return _ViewWriter(shape, clients, codes, num_ids, default_timeouts, instances).text(state)
 
 
 def action_code(state: dict[str, Any], clients: Sequence[str]) -> int:
@@ -473,11 +494,15 @@ def _conv(k: str, expr: str) -> str:
     return {"str": f"SC[{expr}]", "client": f"CI[{expr}]", "bool": f"B_({expr})"}.get(k, expr)
 
 
-def _projection(var: str, shape: _Shape, clients: Sequence[str]) -> str:
+def _projection(var: str, shape: _Shape, clients: Sequence[str], instances: Sequence[Sequence[str]] = ()) -> str:
     """TLA+ for the observed part of `var`, shaped as view_text writes it."""
     kind = VAR_TYPES[var]
     conv = _conv
 
+    if kind == "perinstance" and instances:
+        return "<<" + ", ".join(f"{var}[{_instance_ident(n)}]" for n in range(1, len(instances) + 1)) + ">>"
+    if kind == "instances":
+        return "[m_ \\in MemberIds |-> II_(minstance[m_])]"
     if kind == "timers":
         return "PT_(timers)"
     if kind == "writes":
@@ -538,7 +563,7 @@ def build_module(
 
     acts: list[str] = []
     obs: list[str] = []
-    writer = _ViewWriter(shape, clients, codes, consts.num_ids, (consts.session, consts.rebalance))
+    writer = _ViewWriter(shape, clients, codes, consts.num_ids, (consts.session, consts.rebalance), consts.instances)
     for n, trace in enumerate(traces, start=1):
         last = len(trace.states) if stop_at is None else stop_at[n - 1] + 1
         codes_of = (str(action_code(s, clients)) for s in trace.states[:last])
@@ -579,7 +604,11 @@ def build_module(
         wf = ", ".join(_conv(k, "w." + f) for f, k in FIELD_TYPES["writes"].items())
         lines.append(f"PW1_(w) == <<{wf}>>")
         lines.append("PW_(ws) == IF ws = <<>> THEN <<>> ELSE [k_ \\in 1..Len(ws) |-> PW1_(ws[k_])]")
-    parts = (_projection(v, shape, clients) for v in shape.variables)
+    for n, instance in enumerate(consts.instances, start=1):
+        lines.append(f"{_instance_ident(n)} == {{" + ", ".join(_ident(c) for c in instance) + "}")
+    arms = [f"I = {_instance_ident(n)} -> {n}" for n in range(1, len(consts.instances) + 1)]
+    lines.append("II_(I) == " + (f"CASE {' [] '.join(arms)} [] OTHER -> 0" if arms else "0"))
+    parts = (_projection(v, shape, clients, consts.instances) for v in shape.variables)
     lines.append("View == <<" + ",\n         ".join(parts) + ">>")
     lines.append("=" * 40)
     module_text = "\n".join(lines) + "\n"
@@ -614,6 +643,11 @@ def build_module(
         "    RebalanceOf <- TRebalanceOf",
         "    LoadWindow = TRUE",
     ]
+    if consts.instances:  # static members (GroupCoordinator.tla's Instances, overridden)
+        cfg += [
+            "    Instances = {" + ", ".join("{" + ", ".join(i) + "}" for i in consts.instances) + "}",
+            "    StaticSkipAssignment = {TRUE, FALSE}",
+        ]
     cfg.append(f"INVARIANTS {invariants}" if stop_at is None else "INVARIANT BeforeStop")
     cfg.append("CONSTANT Obs = {" + ", ".join(f'"{o}"' for o in obs) + "}")
     return module_text, "\n".join(cfg) + "\n"

@@ -165,6 +165,9 @@ class World:
         self.unloaded_ops: dict[int, _Snapshot] = {}
         self.unloaded_groups: dict[int, tuple[GroupMetadata, frozenset[str]]] = {}
         self.op_born: dict[int, tuple[Any, int]] = {}
+        # ops made on their own in a step that also made a batch of timers for several members
+        # (a replaced static member's new DelayedHeartbeat); kept out of that batch's re-sort
+        self.made_alone: dict[int, Any] = {}
         self.ops: list[Any] = []  # the live ops as of the last observe()
         self._tokens = 0
         self._step_token = 0
@@ -259,6 +262,17 @@ class World:
         self.self_leaders = [
             (g, g_gen, new if g_gen == generation and m == old else m) for g, g_gen, m in self.self_leaders
         ]
+        if group.state is not GroupState.CompletingRebalance:
+            # updateStaticMemberAndRebalance scheduled new's heartbeat on its own, before a
+            # prepareRebalance in CompletingRebalance re-made the heartbeats of the members
+            # awaiting sync (unless the join completed the rebalance: then new's came with those)
+            for op in self.timer.live_tasks():
+                if getattr(op, "member_id", None) == new:
+                    self.made_alone[id(op)] = op
+
+    def is_made_alone(self, op: Any) -> bool:
+        """Whether a live op was made on its own (see made_alone), not in a loop over members."""
+        return self.made_alone.get(id(op)) is op
 
     def current_id(self, member_id: str) -> str:
         """The id a member named in an assignment plan has now (see `renamed`)."""
