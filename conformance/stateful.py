@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, settings, target
+from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -41,6 +42,7 @@ from hypothesis.stateful import (
 from kgc.conformance.abstraction import GROUP_ID, SpecConstants
 from kgc.conformance.properties import PropertyReport, check_state, check_step
 from kgc.conformance.recorder import CLIENT_ACTIONS, RunRecorder, enabled_actions
+from kgc.conformance.responses import ResponseOracle, response_checked
 from kgc.conformance.timed_liveness import Deadlines, TimedLiveness
 from kgc.impl.coordinator import GroupCoordinator, LeaveMemberIdentity
 
@@ -215,7 +217,11 @@ class CoordinatorMachine(RuleBasedStateMachine):
     def _start(self, constants: SpecConstants) -> None:
         """A fresh coordinator and recording under `constants`, its initial state checked."""
         self.log = _RequestLog()
-        self.rec = RunRecorder(constants, self.coordinator_class, name="hypothesis", lenient=True, observer=self.log)
+        self.rec = RunRecorder(
+            constants, response_checked(self.coordinator_class), name="hypothesis", lenient=True, observer=self.log
+        )
+        self.oracle: ResponseOracle = self.rec.world.coordinator.response_oracle  # type: ignore[attr-defined]
+        self.oracle.group_id = GROUP_ID
         self.checked = 1
         self.fullest = 0
         self.seen: set[str] = set()
@@ -236,6 +242,10 @@ class CoordinatorMachine(RuleBasedStateMachine):
             # swallowed by the coordinator, but a fault all the same (conformance/faults.py)
             report.violations["NoInternalError"] = faults[:1]
         report.violations.update(self.liveness.observe(after))
+        if before is not None:
+            # the answers given in the step, and what the step did to joins and assignments
+            self.oracle.after_step(self.rec.world.coordinator)
+            report.violations.update(self.oracle.take())
         if report.violations:
             path = None
             if self.save_dir is not None:
@@ -771,10 +781,13 @@ def hunt(
     *,
     steps: int | None = None,
     derandomize: bool = True,
+    seed: int | None = None,
+    max_examples: int = 10**6,
 ) -> HuntResult:
-    """Run examples until a property fails or `seconds` pass; time-to-find for one seeded bug
-    (no shrinking: the first failing example is the finding). Derandomized by default, so a
-    hunt tries the same examples every run and only the machine's speed varies."""
+    """Run examples until a property fails, `seconds` pass or `max_examples` ran; time-to-find
+    for one seeded bug (no shrinking: the first failing example is the finding). Derandomized
+    by default, so a hunt tries the same examples every run and only the machine's speed
+    varies; `seed` picks another fixed sequence of examples (Hypothesis' @seed)."""
     started = time.monotonic()
     count = [0]
 
@@ -782,17 +795,19 @@ def hunt(
 
     def started_example() -> None:
         count[0] += 1
-        if out[0] or time.monotonic() - started > seconds:
+        if out[0] or time.monotonic() - started > seconds or count[0] > max_examples:
             out[0] = True
             raise _OutOfTime()
 
     machine = machine_for(coordinator_class, on_example=started_example)
+    if seed is not None:
+        machine = hypothesis_seed(seed)(machine)
     base = settings.get_profile(PROFILES["deep"])
     chosen = settings(
         base,
         max_examples=10**6,
         stateful_step_count=steps or base.stateful_step_count,
-        derandomize=derandomize,
+        derandomize=derandomize and seed is None,
         database=None,
         phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target],
     )

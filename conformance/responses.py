@@ -1,0 +1,642 @@
+"""Response properties: every answer the coordinator gives is one Kafka 3.9 allows for that
+request in the state it arrived in.
+
+The state properties (properties.py) and timed liveness (timed_liveness.py) look at the group;
+a wrong error code, a stale generation accepted or a follower's SyncGroup installing its
+assignment leave a group the spec allows and are seen only in the answers. So the Hypothesis
+machine runs a `response_checked` subclass of the coordinator under test: each request's
+situation is read from the coordinator's group before the handler runs (group state, who the
+member is, whether its generation is current), its answer is matched to it through the
+callback, and the answer is checked against RESPONSE_TABLE, an explicit table (request kind x
+group state x member situation -> error codes allowed at once, and allowed later when the
+request is parked). The table is written from Kafka 3.9's GroupCoordinator.scala, each row
+naming the branch of handleJoinGroup / handleSyncGroup / handleHeartbeat / handleLeaveGroup
+it transcribes; it is read from Kafka's code, not from impl/coordinator.py, so a change to the
+implementation cannot move the oracle with it.
+
+Properties (names as reported):
+- ResponseAllowed: the answer's error code is in the table's row (at once or, parked, later).
+- StaleGenerationRejected: a SyncGroup or Heartbeat of a member with a generation other than
+  the group's is answered ILLEGAL_GENERATION (doSyncGroup, handleHeartbeat).
+- AssignmentFromCurrentLeader: a member's assignment changes to a non-empty one only to what
+  the leader of the group's current generation sent in its SyncGroup in CompletingRebalance
+  (doSyncGroup: only `group.isLeader(memberId)` stores an assignment), and a SyncGroup
+  answered NONE carries that leader's assignment for the member.
+- JoinAnsweredBeforeRemoval: a parked JoinGroup is answered before its member leaves the group
+  (removeMemberAndUpdateGroup: maybeInvokeJoinCallback before group.remove).
+- GenerationMembersJoined: every dynamic member the leader's JoinGroup response lists for a
+  generation got its own JoinGroup answer for that generation (onCompleteJoin removes the
+  members that did not rejoin and answers the rest); static members are kept without one.
+
+Requests carrying a group.instance.id are not in the table (static membership: the format-2
+scenarios of `kgc replay` check it); their answers are not judged.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kgc.impl.coordinator import GroupCoordinator, JoinGroupResult, LeaveGroupResult, SyncGroupResult
+from kgc.impl.errors import Errors
+
+__all__ = [
+    "RESPONSE_PROPERTIES",
+    "RESPONSE_TABLE",
+    "ResponseOracle",
+    "Row",
+    "response_checked",
+]
+
+RESPONSE_PROPERTIES = (
+    "ResponseAllowed",
+    "StaleGenerationRejected",
+    "AssignmentFromCurrentLeader",
+    "JoinAnsweredBeforeRemoval",
+    "GenerationMembersJoined",
+)
+
+UNKNOWN_MEMBER_ID = ""  # JoinGroupRequest.UNKNOWN_MEMBER_ID
+
+
+@dataclass(frozen=True)
+class Row:
+    """Allowed error names: `now` in the handler's own call, `later` once parked (empty: the
+    request must not be parked); `cite` is the Kafka branch the row transcribes."""
+
+    now: frozenset[str]
+    later: frozenset[str] = frozenset()
+    cite: str = ""
+
+
+def _row(now: str, later: str = "", cite: str = "") -> Row:
+    return Row(frozenset(now.split()), frozenset(later.split()), cite)
+
+
+#: A parked JoinGroup ends answered by onCompleteJoin (NONE), by removeMemberAndUpdateGroup
+#: when its member times out or leaves (UNKNOWN_MEMBER_ID), or by onGroupUnloaded
+#: (NOT_COORDINATOR).
+_JOIN_LATER = "NONE UNKNOWN_MEMBER_ID NOT_COORDINATOR"
+#: A parked SyncGroup ends answered by setAndPropagateAssignment (NONE), by
+#: resetAndPropagateAssignmentError from prepareRebalance (REBALANCE_IN_PROGRESS) or with the
+#: store's error (GroupMetadataManager.storeGroup maps append errors to
+#: COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR), or by onGroupUnloaded (NOT_COORDINATOR).
+_SYNC_LATER = "NONE REBALANCE_IN_PROGRESS COORDINATOR_NOT_AVAILABLE NOT_COORDINATOR"
+_LIVE = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable")
+
+#: (kind, where, who) -> Row. `where`: the group's state, or NotCoordinator / Loading /
+#: NoGroup (validateGroupStatus, groupManager.getGroup None). `who`: for join "new" (unknown
+#: member id), "new-rk" (the same with requireKnownMemberId), "pending", "member",
+#: "stranger" (an id the group does not know), "bad-session"; for sync and heartbeat
+#: "leader" / "follower" (a member with the group's generation), "stale" (a member with
+#: another generation), "stranger" (anyone else, pending members included); for leave
+#: "member", "pending", "stranger". "*" matches any.
+RESPONSE_TABLE: dict[tuple[str, str, str], Row] = {
+    # -- validateGroupStatus, first in every handler ---------------------------------------
+    ("*", "NotCoordinator", "*"): _row("NOT_COORDINATOR", cite="validateGroupStatus: !isCoordinatorForGroup"),
+    ("join", "Loading", "*"): _row("COORDINATOR_LOAD_IN_PROGRESS", cite="handleJoinGroup: validateGroupStatus"),
+    ("sync", "Loading", "*"): _row(
+        "REBALANCE_IN_PROGRESS", cite="handleSyncGroup: COORDINATOR_LOAD_IN_PROGRESS -> REBALANCE_IN_PROGRESS"
+    ),
+    ("heartbeat", "Loading", "*"): _row("NONE", cite='handleHeartbeat: "the group is still loading, respond blindly"'),
+    ("leave", "Loading", "*"): _row("COORDINATOR_LOAD_IN_PROGRESS", cite="handleLeaveGroup: validateGroupStatus"),
+    ("*", "Dead", "*"): _row(
+        "COORDINATOR_NOT_AVAILABLE", cite="doJoinGroup / doSyncGroup / handleHeartbeat: group.is(Dead)"
+    ),
+    # -- handleJoinGroup -------------------------------------------------------------------
+    ("join", "*", "bad-session"): _row(
+        "INVALID_SESSION_TIMEOUT", cite="handleJoinGroup: sessionTimeoutMs outside group.min/max.session.timeout.ms"
+    ),
+    ("join", "NoGroup", "member"): _row("UNKNOWN_MEMBER_ID", cite="handleJoinGroup: getGroup None, member id known"),
+    ("join", "NoGroup", "pending"): _row("UNKNOWN_MEMBER_ID", cite="handleJoinGroup: getGroup None, member id known"),
+    ("join", "NoGroup", "stranger"): _row("UNKNOWN_MEMBER_ID", cite="handleJoinGroup: getGroup None, member id known"),
+    ("join", "NoGroup", "new"): _row(
+        "INCONSISTENT_GROUP_PROTOCOL", _JOIN_LATER, "handleJoinGroup: addGroup(Empty), doUnknownJoinGroup"
+    ),
+    ("join", "NoGroup", "new-rk"): _row(
+        "MEMBER_ID_REQUIRED INCONSISTENT_GROUP_PROTOCOL", cite="doUnknownJoinGroup: requireKnownMemberId"
+    ),
+    ("join", "Empty", "new-rk"): _row(
+        "MEMBER_ID_REQUIRED INCONSISTENT_GROUP_PROTOCOL",
+        cite="doUnknownJoinGroup: requireKnownMemberId -> addPendingMember, MEMBER_ID_REQUIRED",
+    ),
+    ("join", "Empty", "new"): _row(
+        "INCONSISTENT_GROUP_PROTOCOL",
+        _JOIN_LATER,
+        "doUnknownJoinGroup -> addMemberAndRebalance: InitialDelayedJoin (tryComplete false: always parked)",
+    ),
+    ("join", "Empty", "pending"): _row(
+        "INCONSISTENT_GROUP_PROTOCOL", _JOIN_LATER, "doJoinGroup: isPendingMember -> addMemberAndRebalance"
+    ),
+    ("join", "Empty", "member"): _row("UNKNOWN_MEMBER_ID", cite="doJoinGroup: case Empty | Dead"),
+    ("join", "Empty", "stranger"): _row(
+        "UNKNOWN_MEMBER_ID INCONSISTENT_GROUP_PROTOCOL", cite="doJoinGroup: !group.has"
+    ),
+    ("join", "PreparingRebalance", "new-rk"): _row(
+        "MEMBER_ID_REQUIRED INCONSISTENT_GROUP_PROTOCOL GROUP_MAX_SIZE_REACHED",
+        cite="handleJoinGroup: acceptJoiningMember; doUnknownJoinGroup: requireKnownMemberId",
+    ),
+    ("join", "PreparingRebalance", "new"): _row(
+        "NONE INCONSISTENT_GROUP_PROTOCOL GROUP_MAX_SIZE_REACHED",
+        _JOIN_LATER,
+        "addMemberAndRebalance; handleJoinGroup: joinPurgatory.checkAndComplete may complete the join at once",
+    ),
+    ("join", "PreparingRebalance", "pending"): _row(
+        "NONE INCONSISTENT_GROUP_PROTOCOL GROUP_MAX_SIZE_REACHED",
+        _JOIN_LATER,
+        "doJoinGroup: isPendingMember -> addMemberAndRebalance; checkAndComplete",
+    ),
+    ("join", "PreparingRebalance", "member"): _row(
+        "NONE INCONSISTENT_GROUP_PROTOCOL GROUP_MAX_SIZE_REACHED",
+        _JOIN_LATER,
+        "doJoinGroup: case PreparingRebalance -> updateMemberAndRebalance; acceptJoiningMember sheds the last",
+    ),
+    ("join", "PreparingRebalance", "stranger"): _row(
+        "UNKNOWN_MEMBER_ID INCONSISTENT_GROUP_PROTOCOL GROUP_MAX_SIZE_REACHED", cite="doJoinGroup: !group.has"
+    ),
+    **{
+        ("join", state, who): row
+        for state in ("CompletingRebalance", "Stable")
+        for who, row in (
+            (
+                "new-rk",
+                _row(
+                    "MEMBER_ID_REQUIRED INCONSISTENT_GROUP_PROTOCOL GROUP_MAX_SIZE_REACHED",
+                    cite="handleJoinGroup: acceptJoiningMember; doUnknownJoinGroup: requireKnownMemberId",
+                ),
+            ),
+            (
+                "new",
+                _row(
+                    "INCONSISTENT_GROUP_PROTOCOL GROUP_MAX_SIZE_REACHED",
+                    _JOIN_LATER,
+                    "addMemberAndRebalance -> prepareRebalance: the others have not rejoined, so parked",
+                ),
+            ),
+            (
+                "pending",
+                _row(
+                    "INCONSISTENT_GROUP_PROTOCOL GROUP_MAX_SIZE_REACHED",
+                    _JOIN_LATER,
+                    "doJoinGroup: isPendingMember -> addMemberAndRebalance",
+                ),
+            ),
+            (
+                "member",
+                _row(
+                    "NONE INCONSISTENT_GROUP_PROTOCOL",
+                    _JOIN_LATER,
+                    f"doJoinGroup: case {state}: same metadata -> current generation at once, else "
+                    "updateMemberAndRebalance (complete at once when it is the only member)",
+                ),
+            ),
+            (
+                "stranger",
+                _row(
+                    "UNKNOWN_MEMBER_ID INCONSISTENT_GROUP_PROTOCOL GROUP_MAX_SIZE_REACHED",
+                    cite="doJoinGroup: !group.has",
+                ),
+            ),
+        )
+    },
+    # -- handleSyncGroup / doSyncGroup -----------------------------------------------------
+    ("sync", "NoGroup", "*"): _row("UNKNOWN_MEMBER_ID", cite="handleSyncGroup: getGroup None"),
+    **{("sync", s, "stranger"): _row("UNKNOWN_MEMBER_ID", cite="doSyncGroup: !group.has(memberId)") for s in _LIVE},
+    **{
+        ("sync", s, "stale"): _row("ILLEGAL_GENERATION", cite="doSyncGroup: generationId != group.generationId")
+        for s in _LIVE
+    },
+    **{
+        ("sync", "Empty", who): _row("UNKNOWN_MEMBER_ID", cite="doSyncGroup: case Empty")
+        for who in ("leader", "follower")
+    },
+    **{
+        ("sync", "PreparingRebalance", who): _row("REBALANCE_IN_PROGRESS", cite="doSyncGroup: case PreparingRebalance")
+        for who in ("leader", "follower")
+    },
+    ("sync", "CompletingRebalance", "leader"): _row(
+        "NONE COORDINATOR_NOT_AVAILABLE NOT_COORDINATOR INCONSISTENT_GROUP_PROTOCOL",
+        _SYNC_LATER,
+        "doSyncGroup: case CompletingRebalance, isLeader -> storeGroup -> setAndPropagateAssignment",
+    ),
+    ("sync", "CompletingRebalance", "follower"): _row(
+        "INCONSISTENT_GROUP_PROTOCOL",
+        _SYNC_LATER,
+        "doSyncGroup: case CompletingRebalance -> awaitingSyncCallback (parked until the leader's)",
+    ),
+    **{
+        ("sync", "Stable", who): _row(
+            "NONE INCONSISTENT_GROUP_PROTOCOL", cite="doSyncGroup: case Stable -> the member's assignment"
+        )
+        for who in ("leader", "follower")
+    },
+    # -- handleHeartbeat -------------------------------------------------------------------
+    ("heartbeat", "NoGroup", "*"): _row("UNKNOWN_MEMBER_ID", cite="handleHeartbeat: getGroup None"),
+    **{("heartbeat", s, "stranger"): _row("UNKNOWN_MEMBER_ID", cite="handleHeartbeat: !group.has") for s in _LIVE},
+    **{
+        ("heartbeat", s, "stale"): _row(
+            "ILLEGAL_GENERATION", cite="handleHeartbeat: generationId != group.generationId"
+        )
+        for s in _LIVE
+    },
+    **{
+        ("heartbeat", s, who): row
+        for who in ("leader", "follower")
+        for s, row in (
+            ("Empty", _row("UNKNOWN_MEMBER_ID", cite="handleHeartbeat: case Empty")),
+            ("PreparingRebalance", _row("REBALANCE_IN_PROGRESS", cite="handleHeartbeat: case PreparingRebalance")),
+            ("CompletingRebalance", _row("NONE", cite="handleHeartbeat: case CompletingRebalance (3.x: NONE)")),
+            ("Stable", _row("NONE", cite="handleHeartbeat: case Stable")),
+        )
+    },
+    # -- handleLeaveGroup (per leaving member; the top-level error is NONE) ------------------
+    ("leave", "NoGroup", "*"): _row(
+        "UNKNOWN_MEMBER_ID", cite="handleLeaveGroup: getGroup None -> UNKNOWN_MEMBER_ID each"
+    ),
+    **{("leave", s, "pending"): _row("NONE", cite="handleLeaveGroup: isPendingMember") for s in _LIVE},
+    **{("leave", s, "member"): _row("NONE", cite="handleLeaveGroup: removeMemberAndUpdateGroup") for s in _LIVE},
+    **{("leave", s, "stranger"): _row("UNKNOWN_MEMBER_ID", cite="handleLeaveGroup: !group.has") for s in _LIVE},
+}
+
+
+def row_for(kind: str, where: str, who: str) -> Row | None:
+    """The table's row, the most specific first (None: the situation is not in the table)."""
+    for key in ((kind, where, who), (kind, where, "*"), (kind, "*", who), ("*", where, "*")):
+        row = RESPONSE_TABLE.get(key)
+        if row is not None:
+            return row
+    return None
+
+
+def _error_name(result: Any) -> str:
+    error = result if isinstance(result, Errors) else getattr(result, "error", None)
+    return error.name if isinstance(error, Errors) else repr(error)
+
+
+@dataclass
+class _Request:
+    """One request as it arrived: its situation, and what became of it."""
+
+    n: int
+    kind: str
+    member: str
+    where: str
+    who: str
+    generation: int | None = None
+    assignment: dict[str, str] | None = None
+    returned: bool = False  # the handler's call is over
+    answered: bool = False
+
+    def text(self) -> str:
+        gen = f", generation {self.generation}" if self.generation is not None else ""
+        return f"{self.kind} #{self.n} ({self.member or 'no member id'}{gen}; {self.where}, {self.who})"
+
+
+@dataclass
+class ResponseOracle:
+    """Situations of requests, their answers, and the findings (by property name) not yet
+    collected. One per coordinator instance (`response_checked`)."""
+
+    group_id: str | None = None  # the one group the assignment and join checks follow
+    findings: dict[str, list[str]] = field(default_factory=dict)
+    _count: int = 0
+    _parked_joins: dict[str, _Request] = field(default_factory=dict)  # member id -> parked join
+    _leader_assignment: dict[int, dict[str, str]] = field(default_factory=dict)  # generation -> filled
+    _joined: dict[int, set[str]] = field(default_factory=dict)  # generation -> members answered NONE
+    _listed: dict[int, set[str]] = field(default_factory=dict)  # generation -> dynamic members listed
+    _assignments: dict[str, str] = field(default_factory=dict)  # last seen, hosted group
+
+    def _find(self, name: str, what: str) -> None:
+        self.findings.setdefault(name, []).append(what)
+
+    def take(self) -> dict[str, list[str]]:
+        """The findings since the last take."""
+        out, self.findings = self.findings, {}
+        return out
+
+    # -- situations ----------------------------------------------------------------------------
+    @staticmethod
+    def where(c: GroupCoordinator, group_id: str) -> str:
+        if group_id in c._loading:
+            return "Loading"
+        if group_id in c._not_coordinator:
+            return "NotCoordinator"
+        group = c._groups.get(group_id)
+        return "NoGroup" if group is None else group.state.value
+
+    @staticmethod
+    def who(c: GroupCoordinator, group_id: str, kind: str, member: str, generation: int | None = None) -> str:
+        group = c._groups.get(group_id)
+        known = group is not None and member in group.members
+        pending = group is not None and member in group.pending_members
+        if kind in ("join", "leave"):
+            if member == UNKNOWN_MEMBER_ID and kind == "join":
+                return "new"
+            return "member" if known else "pending" if pending else "stranger"
+        if not known or group is None:
+            return "stranger"
+        if generation != group.generation_id:
+            return "stale"
+        return "leader" if group.leader_id == member else "follower"
+
+    def arrive(
+        self,
+        c: GroupCoordinator,
+        kind: str,
+        group_id: str,
+        member: str,
+        *,
+        generation: int | None = None,
+        assignment: Mapping[str, str] | None = None,
+        rk: bool = False,
+        session_ok: bool = True,
+    ) -> _Request:
+        self._count += 1
+        where = self.where(c, group_id)
+        who = self.who(c, group_id, kind, member, generation)
+        if kind == "join" and where not in ("NotCoordinator", "Loading", "Dead"):
+            if not session_ok:
+                who = "bad-session"
+            elif who == "new" and rk:
+                who = "new-rk"
+        req = _Request(self._count, kind, member, where, who, generation, dict(assignment or {}) or None)
+        if kind == "sync" and where == "CompletingRebalance" and who == "leader" and generation is not None:
+            group = c._groups[group_id]
+            filled = {m: "" for m in group.members}
+            filled.update(req.assignment or {})
+            self._leader_assignment[generation] = filled
+        return req
+
+    def members_before(self, c: GroupCoordinator, group_id: str) -> set[str]:
+        group = c._groups.get(group_id)
+        return set(group.members) if group is not None else set()
+
+    def returned(self, c: GroupCoordinator, req: _Request, group_id: str, before: set[str]) -> None:
+        """The handler's call is over: an unanswered request is parked, which its row must
+        allow; a parked join is kept under its member (a new member's id is the one the call
+        added)."""
+        req.returned = True
+        if req.answered or req.who == "static":
+            return
+        row = row_for(req.kind, req.where, req.who)
+        if row is not None and not row.later:
+            self._find(
+                "ResponseAllowed",
+                f"{req.text()} was parked; Kafka ({row.cite}) answers {' or '.join(sorted(row.now))} at once",
+            )
+        if req.kind != "join":
+            return
+        member = req.member
+        if member == UNKNOWN_MEMBER_ID:
+            added = sorted(self.members_before(c, group_id) - before)
+            member = added[0] if len(added) == 1 else ""
+        if member:
+            # a second JoinGroup for one member id replaces the first's callback
+            # (GroupMetadata.updateMember), which is then never answered: Kafka's behaviour
+            self._parked_joins[member] = req
+            req.member = member
+
+    # -- answers -------------------------------------------------------------------------------
+    def answered(self, req: _Request, result: Any) -> None:
+        req.answered = True
+        if req.who == "static":
+            return
+        if req.kind == "leave" and isinstance(result, LeaveGroupResult):
+            self._check_leave(req, result)
+            return
+        name = _error_name(result)
+        row = row_for(req.kind, req.where, req.who)
+        if row is None:
+            self._find("ResponseAllowed", f"{req.text()} answered {name}: no row allows this situation")
+            return
+        allowed = row.later if req.returned else row.now
+        if name not in allowed:
+            prop = "StaleGenerationRejected" if req.who == "stale" else "ResponseAllowed"
+            when = "after it was parked" if req.returned else "at once"
+            park = "" if row.later else ", never parked"
+            self._find(
+                prop,
+                f"{req.text()} answered {name} {when}; Kafka ({row.cite}) answers "
+                f"{' or '.join(sorted(allowed)) or 'nothing'} {when}{park}",
+            )
+        if req.kind == "join" and isinstance(result, JoinGroupResult) and name == "NONE":
+            self._joined.setdefault(result.generation_id, set()).add(result.member_id)
+            if result.members:
+                listed = {m.member_id for m in result.members if m.group_instance_id is None}
+                self._listed.setdefault(result.generation_id, set()).update(listed)
+        if req.kind == "join" and self._parked_joins.get(req.member) is req:
+            del self._parked_joins[req.member]
+        if req.kind == "sync" and isinstance(result, SyncGroupResult) and name == "NONE":
+            self._check_sync_assignment(req, result)
+
+    def _check_leave(self, req: _Request, result: LeaveGroupResult) -> None:
+        name = result.error.name
+        if req.where in ("NotCoordinator", "Loading", "Dead"):
+            row = row_for("leave", req.where, req.who)
+            assert row is not None
+            if name not in row.now:
+                self._find(
+                    "ResponseAllowed", f"{req.text()} answered {name}; Kafka ({row.cite}) answers {sorted(row.now)}"
+                )
+            return
+        if name != "NONE":
+            self._find("ResponseAllowed", f"{req.text()} answered {name}; Kafka (handleLeaveGroup) answers NONE")
+            return
+        row = row_for("leave", req.where, req.who)
+        for member, _, error in result.member_responses:
+            if member == req.member and row is not None and error.name not in row.now:
+                self._find(
+                    "ResponseAllowed",
+                    f"{req.text()} answered {error.name} for the member; Kafka ({row.cite}) answers {sorted(row.now)}",
+                )
+
+    def _check_sync_assignment(self, req: _Request, result: SyncGroupResult) -> None:
+        if req.generation is None:
+            return
+        sent = self._leader_assignment.get(req.generation)
+        if sent is None:
+            if req.where == "CompletingRebalance":
+                self._find(
+                    "AssignmentFromCurrentLeader",
+                    f"{req.text()} answered NONE with {result.member_assignment!r} before the leader of "
+                    f"generation {req.generation} sent its SyncGroup",
+                )
+            return
+        expected = sent.get(req.member, "")
+        if result.member_assignment != expected:
+            self._find(
+                "AssignmentFromCurrentLeader",
+                f"{req.text()} answered NONE with {result.member_assignment!r}; the leader of generation "
+                f"{req.generation} assigned it {expected!r}",
+            )
+
+    # -- after every step ----------------------------------------------------------------------
+    def after_step(self, c: GroupCoordinator) -> None:
+        """The checks on what a whole step did (a request, or timers firing)."""
+        if self.group_id is None:
+            return
+        group = c._groups.get(self.group_id)
+        hosted = group is not None and self.group_id not in c._not_coordinator
+        members = set(group.members) if group is not None and hosted else set()
+        for member, req in list(self._parked_joins.items()):
+            if member not in members:
+                del self._parked_joins[member]
+                self._find(
+                    "JoinAnsweredBeforeRemoval",
+                    f"{req.text()} was parked and is still unanswered, but {member} is no longer a member "
+                    "(Kafka: removeMemberAndUpdateGroup answers UNKNOWN_MEMBER_ID first, onGroupUnloaded NOT_COORDINATOR)",
+                )
+        for generation, listed in list(self._listed.items()):
+            missing = listed - self._joined.get(generation, set())
+            if missing:
+                self._find(
+                    "GenerationMembersJoined",
+                    f"the leader's JoinGroup response for generation {generation} lists "
+                    f"{', '.join(sorted(missing))}, which got no JoinGroup answer for it "
+                    "(onCompleteJoin removes the dynamic members that did not rejoin)",
+                )
+            del self._listed[generation]
+        if group is None or not hosted:
+            self._assignments = {}
+            return
+        now = {m: md.assignment for m, md in group.members.items()}
+        changed = {m: a for m, a in now.items() if a and self._assignments.get(m) != a}
+        self._assignments = now
+        if not changed:
+            return
+        sent = self._leader_assignment.get(group.generation_id)
+        for member, assignment in sorted(changed.items()):
+            if sent is None or sent.get(member, "") != assignment:
+                origin = (
+                    f"the leader of generation {group.generation_id} sent {sent.get(member, '')!r}"
+                    if sent is not None
+                    else f"the leader of generation {group.generation_id} sent no SyncGroup in CompletingRebalance"
+                )
+                self._find(
+                    "AssignmentFromCurrentLeader",
+                    f"{member}'s assignment became {assignment!r}; {origin}",
+                )
+
+
+def _answer(oracle: ResponseOracle, req: _Request, callback: Callable[[Any], None]) -> Callable[[Any], None]:
+    def answer(result: Any) -> None:
+        oracle.answered(req, result)
+        callback(result)
+
+    return answer
+
+
+@functools.cache
+def response_checked(coordinator_class: type[GroupCoordinator]) -> type[GroupCoordinator]:
+    """`coordinator_class` with every JoinGroup, SyncGroup, Heartbeat and LeaveGroup answer
+    checked by a ResponseOracle (`instance.response_oracle`); the coordinator's behaviour is
+    its own (the subclass only reads the group before the call and wraps the callback)."""
+
+    class Checked(coordinator_class):  # type: ignore[valid-type, misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.response_oracle = ResponseOracle()
+
+        def handle_join_group(  # type: ignore[override]
+            self,
+            group_id: str,
+            member_id: str,
+            group_instance_id: str | None,
+            require_known_member: bool,
+            client_id: str,
+            client_host: str,
+            rebalance_timeout_ms: int,
+            session_timeout_ms: int,
+            protocol_type: str,
+            protocols: list[tuple[str, str]],
+            response_callback: Callable[[JoinGroupResult], None],
+            supports_skip_assignment: bool = False,
+        ) -> None:
+            oracle = self.response_oracle
+            session_ok = self.config.min_session_timeout_ms <= session_timeout_ms <= self.config.max_session_timeout_ms
+            req = oracle.arrive(self, "join", group_id, member_id or "", rk=require_known_member, session_ok=session_ok)
+            if group_instance_id is not None:
+                req.who = "static"
+            before = oracle.members_before(self, group_id)
+            super().handle_join_group(
+                group_id,
+                member_id,
+                group_instance_id,
+                require_known_member,
+                client_id,
+                client_host,
+                rebalance_timeout_ms,
+                session_timeout_ms,
+                protocol_type,
+                protocols,
+                _answer(oracle, req, response_callback),
+                supports_skip_assignment,
+            )
+            oracle.returned(self, req, group_id, before)
+
+        def handle_sync_group(  # type: ignore[override]
+            self,
+            group_id: str,
+            generation: int,
+            member_id: str,
+            protocol_type: str | None,
+            protocol_name: str | None,
+            group_instance_id: str | None,
+            group_assignment: dict[str, str],
+            response_callback: Callable[[SyncGroupResult], None],
+        ) -> None:
+            oracle = self.response_oracle
+            req = oracle.arrive(
+                self, "sync", group_id, member_id, generation=generation, assignment=group_assignment or {}
+            )
+            if group_instance_id is not None:
+                req.who = "static"
+            super().handle_sync_group(
+                group_id,
+                generation,
+                member_id,
+                protocol_type,
+                protocol_name,
+                group_instance_id,
+                group_assignment,
+                _answer(oracle, req, response_callback),
+            )
+            oracle.returned(self, req, group_id, set())
+
+        def handle_heartbeat(  # type: ignore[override]
+            self,
+            group_id: str,
+            member_id: str,
+            group_instance_id: str | None,
+            generation_id: int,
+            response_callback: Callable[[Errors], None],
+        ) -> None:
+            oracle = self.response_oracle
+            req = oracle.arrive(self, "heartbeat", group_id, member_id, generation=generation_id)
+            if group_instance_id is not None:
+                req.who = "static"
+            super().handle_heartbeat(
+                group_id, member_id, group_instance_id, generation_id, _answer(oracle, req, response_callback)
+            )
+            oracle.returned(self, req, group_id, set())
+
+        def handle_leave_group(  # type: ignore[override]
+            self,
+            group_id: str,
+            leaving_members: list[Any],
+            response_callback: Callable[[LeaveGroupResult], None],
+        ) -> None:
+            oracle = self.response_oracle
+            members = list(leaving_members or [])
+            if len(members) == 1 and members[0].group_instance_id is None:
+                req = oracle.arrive(self, "leave", group_id, members[0].member_id)
+            else:
+                req = oracle.arrive(self, "leave", group_id, "")
+                req.who = "static"  # batch or static leaves: not in the table
+            super().handle_leave_group(group_id, members, _answer(oracle, req, response_callback))
+            oracle.returned(self, req, group_id, set())
+
+    Checked.__name__ = Checked.__qualname__ = coordinator_class.__name__
+    return Checked

@@ -1,0 +1,217 @@
+"""Response properties (conformance/responses.py): the table covers every situation the
+Hypothesis machine sends, and each property fails on a coordinator that breaks it (a seeded
+bug, or a defect written here) and holds on the real coordinator driven the same way."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from kgc.conformance.abstraction import GROUP_ID
+from kgc.conformance.recorder import RunRecorder
+from kgc.conformance.responses import RESPONSE_PROPERTIES, RESPONSE_TABLE, ResponseOracle, response_checked, row_for
+from kgc.conformance.seeded_bugs import coordinator_class
+from kgc.conformance.stateful import DEFAULT_CONSTANTS, fuzz
+from kgc.impl.coordinator import GroupCoordinator, LeaveMemberIdentity
+from kgc.impl.errors import Errors
+from kgc.impl.group import GroupMetadata, GroupState
+
+K = DEFAULT_CONSTANTS
+
+
+class StaleHeartbeatAccepted(GroupCoordinator):
+    """A Heartbeat is judged as if it carried the group's generation, whatever it carried."""
+
+    def _heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int) -> Errors:
+        group = self._groups.get(group_id)
+        current = group.generation_id if group is not None else generation_id
+        return super()._heartbeat(group_id, member_id, group_instance_id, current)
+
+
+class FollowerInstallsAssignment(GroupCoordinator):
+    """A follower's SyncGroup that carries an assignment installs it, as a leader's would."""
+
+    def _sync_group(self, group_id: str, generation: int, member_id: str, *rest: Any) -> None:
+        assignment, respond = rest[-2], rest[-1]
+        group: GroupMetadata | None = self._groups.get(group_id)
+        if (
+            group is not None
+            and group.is_(GroupState.CompletingRebalance)
+            and member_id in group.members
+            and not group.is_leader(member_id)
+            and assignment
+        ):
+            group.get(member_id).awaiting_sync_callback = respond
+            self._set_and_propagate_assignment(group, dict(assignment))
+            group.transition_to(GroupState.Stable)
+            return
+        super()._sync_group(group_id, generation, member_id, *rest)
+
+
+def _recorder(cls: type[GroupCoordinator]) -> tuple[RunRecorder, ResponseOracle]:
+    rec = RunRecorder(K, response_checked(cls), lenient=True)
+    oracle: ResponseOracle = rec.world.coordinator.response_oracle  # type: ignore[attr-defined]
+    oracle.group_id = GROUP_ID
+    return rec, oracle
+
+
+def _findings(rec: RunRecorder, oracle: ResponseOracle) -> dict[str, list[str]]:
+    oracle.after_step(rec.world.coordinator)
+    return oracle.take()
+
+
+def _completing(rec: RunRecorder) -> None:
+    """c1 and c2 joined; the join phase over: CompletingRebalance, c1 leading."""
+    rec.step("JoinGroupUnknownMember", "c1", False)
+    rec.step("JoinGroupUnknownMember", "c2", False)
+    rec.tick(K.ms(K.rebalance + K.initial_delay))
+    assert rec.world.group is not None and rec.world.group.state is GroupState.CompletingRebalance
+
+
+def _stable(rec: RunRecorder) -> None:
+    _completing(rec)
+    leader = next(c for c in ("c1", "c2") if rec.world.clients[c].leader)
+    rec.step("SyncGroupLeader", leader)
+    rec.step("SyncGroupFollower", "c2" if leader == "c1" else "c1")
+    assert rec.world.group is not None and rec.world.group.state is GroupState.Stable
+
+
+def _member(rec: RunRecorder, client: str) -> str:
+    group = rec.world.group
+    assert group is not None
+    return next(m for m in group.members if m.startswith(client + "-"))
+
+
+def _send(rec: RunRecorder, kind: str, member: str, send: Callable[[GroupCoordinator, Any], None]) -> None:
+    rec.request(kind, send, member, f"{kind}({member})")
+
+
+def test_every_row_cites_kafka_and_every_situation_has_a_row() -> None:
+    assert all(row.cite for row in RESPONSE_TABLE.values())
+    wheres = ("NotCoordinator", "Loading", "NoGroup", "Empty", "PreparingRebalance", "CompletingRebalance", "Stable")
+    whos = {
+        "join": ("new", "new-rk", "pending", "member", "stranger", "bad-session"),
+        "sync": ("leader", "follower", "stale", "stranger"),
+        "heartbeat": ("leader", "follower", "stale", "stranger"),
+        "leave": ("member", "pending", "stranger"),
+    }
+    missing = [(k, w, who) for k, ws in whos.items() for w in wheres for who in ws if row_for(k, w, who) is None]
+    assert not missing
+
+
+@pytest.mark.parametrize(
+    ("cls", "expect"),
+    [(GroupCoordinator, None), (coordinator_class("heartbeat_rebalances_stable"), "ResponseAllowed")],
+)
+def test_response_allowed_judges_a_stable_heartbeat(cls: type[GroupCoordinator], expect: str | None) -> None:
+    rec, oracle = _recorder(cls)
+    _stable(rec)
+    assert _findings(rec, oracle) == {}
+    rec.step("Heartbeat", "c2")
+    found = _findings(rec, oracle)
+    assert (expect in found) if expect else found == {}, found
+
+
+@pytest.mark.parametrize(
+    ("cls", "expect"),
+    [
+        (GroupCoordinator, None),
+        (coordinator_class("sync_in_preparing_rebalance"), "ResponseAllowed"),
+        (coordinator_class("sync_answered_in_preparing_rebalance"), "ResponseAllowed"),
+    ],
+)
+def test_response_allowed_judges_a_sync_in_preparing_rebalance(cls: type[GroupCoordinator], expect: str | None) -> None:
+    rec, oracle = _recorder(cls)
+    _completing(rec)
+    leader = next(c for c in ("c1", "c2") if rec.world.clients[c].leader)
+    rec.step("LeaveGroup", "c2" if leader == "c1" else "c1")  # back to PreparingRebalance
+    assert rec.world.group is not None and rec.world.group.state is GroupState.PreparingRebalance
+    _findings(rec, oracle)
+    rec.step("SyncGroupLeader", leader)  # sent before the leader heard of the rebalance
+    found = _findings(rec, oracle)
+    assert (expect in found) if expect else found == {}, found
+
+
+@pytest.mark.parametrize(
+    ("cls", "expect"), [(GroupCoordinator, None), (StaleHeartbeatAccepted, "StaleGenerationRejected")]
+)
+def test_stale_generation_rejected(cls: type[GroupCoordinator], expect: str | None) -> None:
+    rec, oracle = _recorder(cls)
+    _stable(rec)
+    _findings(rec, oracle)
+    member = _member(rec, "c2")
+    stale = rec.world.group.generation_id - 1  # type: ignore[union-attr]
+    _send(rec, "heartbeat", member, lambda c, answer: c.handle_heartbeat(GROUP_ID, member, None, stale, answer))
+    found = _findings(rec, oracle)
+    assert (expect in found) if expect else found == {}, found
+
+
+@pytest.mark.parametrize(
+    ("cls", "expect"), [(GroupCoordinator, None), (FollowerInstallsAssignment, "AssignmentFromCurrentLeader")]
+)
+def test_assignment_from_current_leader(cls: type[GroupCoordinator], expect: str | None) -> None:
+    rec, oracle = _recorder(cls)
+    _completing(rec)
+    _findings(rec, oracle)
+    group = rec.world.group
+    assert group is not None
+    follower = next(m for m in group.members if not group.is_leader(m))
+    generation = group.generation_id
+    assignment = {m: f"partition-of-{m}" for m in group.members}
+    _send(
+        rec,
+        "sync",
+        follower,
+        lambda c, answer: c.handle_sync_group(GROUP_ID, generation, follower, None, None, None, assignment, answer),
+    )
+    found = _findings(rec, oracle)
+    assert (expect in found) if expect else found == {}, found
+
+
+@pytest.mark.parametrize(
+    ("cls", "expect"),
+    [(GroupCoordinator, None), (coordinator_class("remove_without_join_callback"), "JoinAnsweredBeforeRemoval")],
+)
+def test_join_answered_before_removal(cls: type[GroupCoordinator], expect: str | None) -> None:
+    rec, oracle = _recorder(cls)
+    rec.step("JoinGroupUnknownMember", "c1", False)  # parked: the initial delay
+    member = _member(rec, "c1")
+    _findings(rec, oracle)
+    _send(
+        rec,
+        "leave",
+        member,
+        lambda c, answer: c.handle_leave_group(GROUP_ID, [LeaveMemberIdentity(member, None)], answer),
+    )
+    found = _findings(rec, oracle)
+    assert (expect in found) if expect else found == {}, found
+
+
+@pytest.mark.parametrize(
+    ("cls", "expect"),
+    [(GroupCoordinator, None), (coordinator_class("rebalance_timeout_keeps_member"), "GenerationMembersJoined")],
+)
+def test_generation_members_joined(cls: type[GroupCoordinator], expect: str | None) -> None:
+    rec, oracle = _recorder(cls)
+    _stable(rec)
+    _findings(rec, oracle)
+    rec.step("ClientRejoin", "c1")
+    rec.step("JoinGroupKnownMember", "c1", False)  # c2 never rejoins
+    rec.tick(K.ms(K.rebalance))
+    found = _findings(rec, oracle)
+    assert (expect in found) if expect else found == {}, found
+
+
+def test_every_property_is_tested_here() -> None:
+    tested = {"ResponseAllowed", "StaleGenerationRejected", "AssignmentFromCurrentLeader"}
+    tested |= {"JoinAnsweredBeforeRemoval", "GenerationMembersJoined"}
+    assert tested == set(RESPONSE_PROPERTIES)
+
+
+def test_the_machine_reports_a_response_property() -> None:
+    """kgc fuzz's machine checks the answers after every step (derandomized examples)."""
+    result = fuzz(coordinator_class("heartbeat_rebalances_stable"), profile="ci", examples=100)
+    assert result.violation is not None, result.error
+    assert "ResponseAllowed" in result.violation.report.violations, result.violation
