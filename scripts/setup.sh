@@ -34,6 +34,10 @@ fi
 if command -v mvn >/dev/null 2>&1; then
   (cd reference/kafka-coordinator && mvn -q -B package >/dev/null 2>&1) \
     || echo "setup: the reference coordinator did not build (cd reference/kafka-coordinator && mvn -B package shows why)" >&2
+  # The classpath of a real Kafka 3.9.1 broker (`kgc kafka start`, the real-client tests): the same
+  # artifacts plus Kafka's log4j binding; no code, target/classpath.txt only.
+  (cd reference/kafka-broker && mvn -q -B package >/dev/null 2>&1) \
+    || echo "setup: the Kafka broker classpath did not build (cd reference/kafka-broker && mvn -B package shows why)" >&2
 else
   echo "setup: mvn not found: the Kafka reference coordinator is not built; install Maven 3 and a JDK 17 (apt-get install -y maven openjdk-17-jdk-headless) and re-run scripts/setup.sh" >&2
 fi

