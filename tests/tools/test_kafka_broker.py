@@ -106,3 +106,30 @@ def test_without_java_or_the_classpath(tmp_path: Path) -> None:
     done = kgc("kafka", "start", "--dir", str(tmp_path / "b"), env=unbuilt)
     assert done.returncode == 25 and done.stderr.count("\n") == 1, done.stderr
     assert "classpath.txt" in done.stderr and "scripts/setup.sh" in done.stderr
+
+
+def test_foreground_stops_the_broker_on_sigterm(tmp_path: Path) -> None:
+    folder = tmp_path / "kafka"
+    proc = subprocess.Popen(
+        [str(KGC), "kafka", "start", "--dir", str(folder), "--foreground"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert first.startswith("kgc kafka: listening on 127.0.0.1:"), first + (
+            proc.stderr.read() if proc.stderr else ""
+        )
+        pid = int((folder / PID_FILE).read_text())
+        assert jvm_alive(pid)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert f"broker {pid} terminated" in out
+    assert not jvm_alive(pid)
+    assert not (folder / PID_FILE).exists()

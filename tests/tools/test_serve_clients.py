@@ -32,12 +32,17 @@ SETTLE_S = 1.0
 
 @dataclass(frozen=True)
 class Step:
-    """What a step of the program left: partitions per consumer (sorted) and how many
-    generations the group stabilised at during the step."""
+    """What a step of the program left: the consumers' partitions (as a sorted list of sets: which
+    consumer holds which follows member ids, random on Kafka) and how many generations the group
+    stabilised at during the step."""
 
     what: str
-    counts: tuple[int, ...]
+    held: tuple[tuple[int, ...], ...]
     generations: int
+
+    @property
+    def counts(self) -> tuple[int, ...]:
+        return tuple(sorted(len(h) for h in self.held))
 
 
 class GroupWatch:
@@ -54,15 +59,18 @@ class GroupWatch:
         time.sleep(SETTLE_S)
         wait_for(what, lambda: balanced(members, PARTITIONS), timeout, members)
         generations = len(self.target.generations(self.group))
-        counts = tuple(sorted(len(p.assignment() or []) for p in members))
-        self.steps.append(Step(what, counts, generations - self._seen))
+        held = tuple(sorted(tuple(p.assignment() or []) for p in members))
+        self.steps.append(Step(what, held, generations - self._seen))
         self._seen = generations
 
 
-def _group_lifecycle(target: Target, kinds: list[str], name: str, *, staggered: bool = False) -> list[Step]:
+def _group_lifecycle(
+    target: Target, kinds: list[str], name: str, *, staggered: bool = False, options: tuple[str, ...] = ()
+) -> list[Step]:
     """The consumers join (all at once, or one at a time when `staggered`), the first is
     SIGKILLed (the rest rebalance only after its session), the next closes cleanly (LeaveGroup:
-    a rebalance at once), a newcomer joins; balanced after each step."""
+    a rebalance at once), a newcomer joins; balanced after each step. `options` go to every
+    consumer script (`roundrobin`)."""
     group, topic = f"g-{name}", f"t-{name}"
     target.create_topic(topic, PARTITIONS)
     watch = GroupWatch(target, group)
@@ -70,10 +78,12 @@ def _group_lifecycle(target: Target, kinds: list[str], name: str, *, staggered: 
     try:
         if staggered:
             for n, k in enumerate(kinds):
-                procs.append(consumer(k, target.port, group, topic, f"{k}-{n}", SESSION_MS))
+                procs.append(consumer(k, target.port, group, topic, f"{k}-{n}", SESSION_MS, *options))
                 watch.settled(f"join {k}", procs)
         else:
-            procs = [consumer(k, target.port, group, topic, f"{k}-{n}", SESSION_MS) for n, k in enumerate(kinds)]
+            procs = [
+                consumer(k, target.port, group, topic, f"{k}-{n}", SESSION_MS, *options) for n, k in enumerate(kinds)
+            ]
             watch.settled("the first assignment", procs)
 
         victim, rest = procs[0], procs[1:]
@@ -94,7 +104,7 @@ def _group_lifecycle(target: Target, kinds: list[str], name: str, *, staggered: 
         watch.settled("a rebalance without the leaver", rest, 30)
         assert leaver.proc.wait(20) == 0
 
-        newcomer = consumer(kinds[0], target.port, group, topic, "newcomer", SESSION_MS)
+        newcomer = consumer(kinds[0], target.port, group, topic, "newcomer", SESSION_MS, *options)
         procs.append(newcomer)
         watch.settled("the newcomer's assignment", [*rest, newcomer])
     finally:
@@ -171,17 +181,29 @@ def test_group_of_kafka_clients(request: pytest.FixtureRequest, tmp_path: Path, 
 COMPARED = ["confluent", "kafka_python", "aiokafka", "confluent"]
 
 
-def test_same_program_on_kafka_and_serve(kafka_broker: KafkaBroker, tmp_path: Path) -> None:
+def _assigned_by(assignor: str, held: tuple[tuple[int, ...], ...]) -> bool:
+    """Whether the sets look like the assignor's work: range hands out consecutive blocks,
+    roundrobin every n-th partition to each of n consumers."""
+    n = len(held)
+    if assignor == "range":
+        return all(list(h) == list(range(h[0], h[0] + len(h))) for h in held if h)
+    return all(len({p % n for p in h}) <= 1 for h in held)
+
+
+@pytest.mark.parametrize("assignor", ["range", "roundrobin"])
+def test_same_program_on_kafka_and_serve(kafka_broker: KafkaBroker, tmp_path: Path, assignor: str) -> None:
     """One client program, its consumers joining one at a time, on both: after every join, kill,
-    leave and newcomer the same partition counts per consumer and the same number of new
-    generations (docs/kafka-reference.md says what may differ: member ids, timings)."""
+    leave and newcomer the same partition sets (up to which consumer holds which) and the same
+    number of new generations (docs/kafka-reference.md says what may differ: member ids, timings)."""
+    name, options = f"compared-{assignor}", (assignor,)
     serve = ServeTarget(tmp_path, PARTITIONS)
     try:
-        on_serve = _group_lifecycle(serve, COMPARED, "compared", staggered=True)
+        on_serve = _group_lifecycle(serve, COMPARED, name, staggered=True, options=options)
     finally:
         serve.stop()
     broker = BrokerTarget(kafka_broker)
-    on_kafka = _group_lifecycle(broker, COMPARED, "compared", staggered=True)
+    on_kafka = _group_lifecycle(broker, COMPARED, name, staggered=True, options=options)
     assert [s.counts for s in on_kafka] == [(6,), (3, 3), (2, 2, 2), (1, 1, 2, 2), (2, 2, 2), (3, 3), (2, 2, 2)]
-    reasons = "\n".join(line for line in broker.log_lines() if "Preparing to rebalance group g-compared" in line)
+    assert all(_assigned_by(assignor, s.held) for s in on_kafka + on_serve), (on_kafka, on_serve)
+    reasons = "\n".join(line for line in broker.log_lines() if f"Preparing to rebalance group g-{name}" in line)
     assert on_kafka == on_serve, f"Kafka: {on_kafka}\nkgc serve: {on_serve}\nKafka's rebalances:\n{reasons}"

@@ -1,5 +1,5 @@
 """An aiokafka consumer for the kgc serve tests (same arguments and output as
-kafka_python_consumer.py). aiokafka has no flexible versions: it needs the server's low minimums."""
+kafka_python_consumer.py, `roundrobin` included). aiokafka has no flexible versions: it needs the server's low minimums."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import sys
 from aiokafka import AIOKafkaConsumer
 from aiokafka.abc import ConsumerRebalanceListener
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 
 
 def say(**event: object) -> None:
@@ -40,7 +41,9 @@ async def main() -> None:
         max_poll_interval_ms=session_ms * 5,
         rebalance_timeout_ms=session_ms * 5,
         request_timeout_ms=session_ms * 5 + 5000,
-        partition_assignment_strategy=(RangePartitionAssignor,),
+        partition_assignment_strategy=(
+            RoundRobinPartitionAssignor if "roundrobin" in sys.argv[6:] else RangePartitionAssignor,
+        ),
     )
     consumer.subscribe([topic], listener=Listener())
     await consumer.start()

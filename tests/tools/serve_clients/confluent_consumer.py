@@ -1,5 +1,5 @@
 """A confluent-kafka (librdkafka) consumer for the kgc serve tests (same arguments and output as
-kafka_python_consumer.py). With `mock` as BOOTSTRAP it runs against librdkafka's own mock
+kafka_python_consumer.py, `roundrobin` included). With `mock` as BOOTSTRAP it runs against librdkafka's own mock
 cluster instead (test.mock.num.brokers), for the differential run."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def main() -> None:
         "session.timeout.ms": session_ms,
         "heartbeat.interval.ms": max(100, session_ms // 6),
         "max.poll.interval.ms": session_ms * 5,
-        "partition.assignment.strategy": "range",
+        "partition.assignment.strategy": "roundrobin" if "roundrobin" in sys.argv[6:] else "range",
         "group.protocol": "classic",
         "topic.metadata.refresh.interval.ms": 1000,
     }

@@ -1,7 +1,8 @@
 """A kafka-python consumer for the kgc serve tests: joins GROUP on TOPIC and prints one JSON line
 per rebalance callback ({"event": "assigned"|"revoked", "partitions": [...], "client": NAME}).
-SIGTERM closes it cleanly (LeaveGroup); SIGKILL is the crash. With a 7th argument `commit`, it
-commits offset 100 + partition for each partition it is assigned (and says "committed")."""
+SIGTERM closes it cleanly (LeaveGroup); SIGKILL is the crash. Words after the 6th argument:
+`commit` commits offset 100 + partition for each partition it is assigned (and says
+"committed"); `roundrobin` uses the roundrobin assignor instead of range."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import signal
 import sys
 
 from kafka import ConsumerRebalanceListener, KafkaConsumer
+from kafka.coordinator.assignors.range import RangePartitionAssignor
+from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from kafka.structs import OffsetAndMetadata
 
 
@@ -20,7 +23,8 @@ def say(**event: object) -> None:
 def main() -> None:
     bootstrap, group, topic, name = sys.argv[1:5]
     session_ms = int(sys.argv[5]) if len(sys.argv) > 5 else 6000
-    commit = len(sys.argv) > 6 and sys.argv[6] == "commit"
+    options = sys.argv[6:]
+    commit = "commit" in options
     to_commit: list = []
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
@@ -44,17 +48,10 @@ def main() -> None:
         max_poll_interval_ms=session_ms * 5,
         request_timeout_ms=session_ms * 5 + 5000,
         partition_assignment_strategy=[
-            __import__("kafka.coordinator.assignors.range", fromlist=["x"]).RangePartitionAssignor
+            RoundRobinPartitionAssignor if "roundrobin" in options else RangePartitionAssignor
         ],
     )
     consumer.subscribe([topic], listener=Listener())
-    # The subscribed topic's metadata before the first join: a leader whose metadata changed after
-    # it assigned rejoins (ConsumerCoordinator.need_rejoin: assignment snapshot != metadata
-    # snapshot), and kafka-python joins without waiting for the metadata answer, so on a broker
-    # that completes the first join at once (Kafka with group.initial.rebalance.delay.ms=0) the
-    # first consumer often made a second generation by itself (2 runs in 3; with this, 1 in 10).
-    # topics() blocks on a metadata refresh.
-    consumer.topics()
     say(event="started", client=name)
     while not stop:
         consumer.poll(timeout_ms=200)
