@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from kgc.tools.exit_codes import ExitCode
+
+if TYPE_CHECKING:
+    from kgc.conformance.reference.kafka_broker import KafkaBroker
 
 __all__ = ["register"]
 
@@ -68,6 +71,10 @@ def start_command(
     broker = KafkaBroker(dir, settings)
     try:
         broker.start(timeout)
+        _announce(broker.info(), as_json)
+        if foreground:
+            while broker.proc is not None and broker.proc.poll() is None:
+                time.sleep(0.5)
     except JavaMissingError as e:
         raise _fail("start", str(e), ExitCode.JAVA_MISSING) from None
     except ReferenceMissingError as e:
@@ -76,7 +83,15 @@ def start_command(
         raise _fail("start", str(e), ExitCode.USAGE) from None
     except BrokerStartError as e:
         raise _fail("start", str(e), ExitCode.BROKER_FAILED) from None
-    info = broker.info()
+    except BaseException:  # Ctrl-C or SIGTERM at any point: the broker goes too
+        _stop_and_say(broker)
+        raise
+    if foreground:
+        _stop_and_say(broker)
+        raise _fail("start", f"{broker.log}: the broker exited on its own", ExitCode.BROKER_FAILED)
+
+
+def _announce(info: dict[str, object], as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps(info))
     else:
@@ -84,16 +99,12 @@ def start_command(
             f"kgc kafka: listening on {info['bootstrap']} (pid {info['pid']}, log {info['log']}, "
             f"started in {info['start_seconds']} s)"
         )
-    if not foreground:
-        return
-    try:
-        while broker.proc is not None and broker.proc.poll() is None:
-            time.sleep(0.5)
-    finally:
-        stopped = broker.stop()
-        if stopped is not None:
-            typer.echo(f"kgc kafka: broker {stopped.pid} {stopped.how}")
-    raise _fail("start", f"{broker.log}: the broker exited on its own", ExitCode.BROKER_FAILED)
+
+
+def _stop_and_say(broker: KafkaBroker) -> None:
+    stopped = broker.stop()
+    if stopped is not None:
+        typer.echo(f"kgc kafka: broker {stopped.pid} {stopped.how}")
 
 
 def stop_command(

@@ -221,10 +221,20 @@ def running_pid(folder: Path) -> int | None:
 class KafkaBroker:
     """One broker in `folder` (created if needed): `start` formats the storage, launches the JVM
     in its own session and waits until it answers ApiVersions; `stop` ends it. As a context
-    manager it is stopped on the way out, Ctrl-C and errors included."""
+    manager it is stopped on the way out, Ctrl-C and errors included; `die_with_parent` (the
+    tests) also ends it when the caller is killed outright. `kgc kafka start` leaves it off: the
+    broker outlives the command by design."""
 
-    def __init__(self, folder: Path, settings: BrokerSettings | None = None, classpath_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        settings: BrokerSettings | None = None,
+        classpath_dir: Path | None = None,
+        *,
+        die_with_parent: bool = False,
+    ) -> None:
         self.folder = folder.resolve()
+        self.die_with_parent = die_with_parent
         self.settings = settings or BrokerSettings()
         self.classpath_dir = classpath_dir
         self.port = 0
@@ -257,14 +267,14 @@ class KafkaBroker:
         with self.log.open("a") as out:  # a restart appends: an earlier run's log is kept
             out.write(f"=== kgc kafka start {time.strftime('%Y-%m-%dT%H:%M:%S%z')} ===\n")
         _format_storage(java, classpath, config, self.log, log4j)
-        argv = [java, f"-Xmx{self.settings.heap_mb}m", *JVM_OPTIONS]
+        argv = [*self._parent_death_prefix(), java, f"-Xmx{self.settings.heap_mb}m", *JVM_OPTIONS]
         argv += [f"-Dlog4j.configuration=file:{log4j}", f"-Dkafka.logs.dir={self.folder}"]
         argv += ["-cp", classpath, MAIN_CLASS, str(config)]
-        with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-            )
         try:
+            with self.log.open("ab") as out:
+                self.proc = subprocess.Popen(
+                    argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+                )
             (self.folder / PID_FILE).write_text(f"{self.proc.pid}\n")
             self._wait_until_answering(timeout - (time.monotonic() - began))
         except BaseException:
@@ -273,6 +283,14 @@ class KafkaBroker:
         self.start_seconds = time.monotonic() - began
         (self.folder / INFO_FILE).write_text(json.dumps(self.info()) + "\n")
         return self
+
+    def _parent_death_prefix(self) -> list[str]:
+        """With die_with_parent, the JVM gets SIGTERM when this process dies, even by SIGKILL, when
+        no `finally` runs (a test run killed by a CI timeout): util-linux's setpriv sets the
+        parent-death signal and execs java, so the pid stays the JVM's. Without setpriv on PATH
+        the broker is stopped by the usual paths only."""
+        setpriv = shutil.which("setpriv") if self.die_with_parent else None
+        return [setpriv, "--pdeathsig", "TERM"] if setpriv else []
 
     def _wait_until_answering(self, timeout: float) -> None:
         assert self.proc is not None

@@ -133,3 +133,32 @@ def test_foreground_stops_the_broker_on_sigterm(tmp_path: Path) -> None:
     assert f"broker {pid} terminated" in out
     assert not jvm_alive(pid)
     assert not (folder / PID_FILE).exists()
+
+
+def test_a_killed_owner_takes_its_broker_along(tmp_path: Path) -> None:
+    """KafkaBroker(die_with_parent=True), as the tests use it: the owner SIGKILLed (no `finally`
+    runs) still leaves no JVM behind."""
+    owner = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path;"
+            "from kgc.conformance.reference.kafka_broker import KafkaBroker;"
+            "b = KafkaBroker(Path(sys.argv[1]), die_with_parent=True).start();"
+            "print(b.proc.pid, flush=True); time.sleep(600)",
+            str(tmp_path / "kafka"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert owner.stdout is not None
+        pid = int(owner.stdout.readline())
+        assert jvm_alive(pid)
+    finally:
+        owner.kill()
+        owner.wait(10)
+    deadline = time.monotonic() + 60
+    while jvm_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not jvm_alive(pid)

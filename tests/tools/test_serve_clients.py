@@ -145,7 +145,7 @@ def _check_recording(rec: Path, group: str) -> None:
 
 @pytest.fixture(scope="module")
 def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
-    with KafkaBroker(tmp_path_factory.mktemp("kafka"), BROKER_SETTINGS) as broker:
+    with KafkaBroker(tmp_path_factory.mktemp("kafka"), BROKER_SETTINGS, die_with_parent=True) as broker:
         yield broker
 
 
