@@ -443,7 +443,7 @@ def _stable_rebalance_trigger(s: State, t: State, la: Mapping[str, Any]) -> bool
         return member in _get(s, "pending") and member in members2
     if name == "JoinGroupKnownMember":
         return member in members and (member == _get(s, "leader") or bool(la["flag"]))
-    if name in ("LeaveGroup", "SessionTimeoutExpiry", "NewMemberJoinTimeout"):
+    if name in ("LeaveGroup", "LeaveGroupByInstanceId", "SessionTimeoutExpiry", "NewMemberJoinTimeout"):
         return member in members and member not in members2
     if name == "DelayedSyncExpiry":
         ps = _get(s, "pendingSync")
@@ -454,7 +454,8 @@ def _stable_rebalance_trigger(s: State, t: State, la: Mapping[str, Any]) -> bool
 
 def StableRebalanceOnlyByTrigger(s: State, t: State, k: Constants) -> list[str]:
     """A Stable group starts a rebalance only for the reasons Kafka 3.x has: a new member's or
-    the leader's (or a changed member's) JoinGroup, a member's LeaveGroup or session expiry,
+    the leader's (or a changed member's) JoinGroup, a member's LeaveGroup (its own, or an admin's
+    by group.instance.id) or session expiry,
     DelayedSync expiry with current members that never synced."""
     if not (_live(s) and s["gstate"] == "Stable" and _get(t, "gstate") == "PreparingRebalance"):
         return []

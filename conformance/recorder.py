@@ -798,6 +798,20 @@ class _ScenarioLifter:
 
         self.rec.outsider(send, origin)
 
+    def leave_by_instance_id(self, where: str, step: Any) -> None:
+        """A LeaveGroup naming only a group.instance.id (an admin's removal): the spec's
+        LeaveGroupByInstanceId of a client of that instance when it maps to a member; otherwise
+        (an unknown or unmapped instance id) it is answered UNKNOWN_MEMBER_ID and is a
+        stuttering step."""
+        sent = self.instance_ids.get(step.instance)
+        clients = sorted(c for c in self.k.clients if sent is not None and self.k.instance_id_of(c) == sent)
+        la = {"name": "LeaveGroupByInstanceId", "client": ModelValue(clients[0]) if clients else None}
+        if not clients or not_enabled(self.rec.world, la) is not None:
+            self._as_outsider(where, step, "", "a LeaveGroup by group.instance.id alone, of no member")
+            return
+        self.rec.step("LeaveGroupByInstanceId", clients[0], origin=f"{where} leave {step.id} (by instance id)")
+        self.tokens[step.id] = self.rec.world._tokens
+
     def _instance_unmodelled(self, step: Any, client: str, member: str) -> str | None:
         """Why a request of `client` (holding `member`) with the scenario's group.instance.id
         is not the spec's request of that client, or None. A spec client sends its instance
@@ -917,7 +931,7 @@ class _ScenarioLifter:
             self._as_outsider(where, step, member, "SyncGroup v5 protocol type/name")
             return
         if kind == "leave" and member == "" and step.instance is not None:
-            self._as_outsider(where, step, member, "a LeaveGroup by group.instance.id alone")
+            self.leave_by_instance_id(where, step)
             return
         c = self.client_of(member)
         if c is None:

@@ -186,6 +186,7 @@ ACTIONS: dict[str, str] = {
     "LoadBegin": "LoadBegin",
     "GroupUnloadDuringLoad": "GroupUnloadDuringLoad",
     "StaleHeartbeat": "StaleHeartbeat(C_(a), F_(a))",
+    "LeaveGroupByInstanceId": "LeaveGroupByInstanceId(C_(a))",
 }
 _ACTION_INDEX = {name: n for n, name in enumerate(ACTIONS, start=1)}
 MAX_CLIENTS = 63
@@ -633,7 +634,7 @@ def build_module(
         f"    MaxGroupSize = {max_group}",
         "    JoinFlavours = {TRUE, FALSE}",
         '    ClientFaults = {"crash", "abandon", "leave", "rejoin", "change", "resync", "early-rejoin",'
-        ' "stale-heartbeat"}',
+        ' "stale-heartbeat", "admin-leave"}',
         f"    MaxFailovers = {max(1, consts.failovers)}",
         "    Normalize = FALSE",
         '    Bug = "none"',

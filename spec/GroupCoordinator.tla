@@ -99,7 +99,7 @@ CONSTANTS
     MaxGroupSize,     \* group.max.size
     JoinFlavours,     \* requireKnownMemberId values clients use (subset of BOOLEAN)
     ClientFaults,     \* subset of {"crash", "abandon", "leave", "rejoin", "change", "resync",
-                      \*   "early-rejoin", "stale-heartbeat"}
+                      \*   "early-rejoin", "stale-heartbeat", "admin-leave"}
     MaxFailovers,     \* how many times the group may be unloaded (0: never)
     Normalize,        \* relative clock and generations (liveness models)
     Bug               \* "none", or the name of one seeded defect
@@ -959,6 +959,29 @@ LeaveGroup(c) ==
     /\ LET H(nl, jl) == LeaveGroupHandler(Cur, c, nl, jl)
        IN RunWithChoices(H, LAMBDA r : LA("LeaveGroup", c, cmember[c], NoGen, FALSE, r))
 
+(* handleLeaveGroup of an identity with member id UNKNOWN_MEMBER_ID and    *)
+(* c's group.instance.id: the administrative removal of a static member   *)
+(* (KIP-345, Admin.removeMembersFromConsumerGroup): currentStaticMemberId  *)
+(* names the member, removeCurrentMemberFromGroup removes it as a         *)
+(* LeaveGroup does (removeMemberAndUpdateGroup, then                      *)
+(* removeHeartbeatForLeavingMember).  c only names the instance: the      *)
+(* request comes from an admin client, and c's consumer is not told (its  *)
+(* next request meets UNKNOWN_MEMBER_ID).  An instance id that maps to no *)
+(* member is answered UNKNOWN_MEMBER_ID and changes nothing, so it is not *)
+(* a step here.                                                            *)
+LeaveGroupByInstanceIdHandler(s, I, nl, jl) ==
+    LET m == s.staticMembers[I]
+        s1 == RemoveMemberAndUpdateGroup([s EXCEPT !.resp = "NONE"], m, nl, jl)
+    IN CheckMemberKey(s1, m, FALSE)
+
+LeaveGroupByInstanceId(c) ==
+    /\ "admin-leave" \in ClientFaults
+    /\ InstanceOf(c) # NoInstance
+    /\ loaded /\ gstate # "Dead" /\ staticMembers[InstanceOf(c)] # NoMember
+    /\ LET I == InstanceOf(c)
+           H(nl, jl) == LeaveGroupByInstanceIdHandler(Cur, I, nl, jl)
+       IN RunWithChoices(H, LAMBDA r : LA("LeaveGroupByInstanceId", c, staticMembers[I], NoGen, FALSE, r))
+
 -----------------------------------------------------------------------------
 (* Actions: timers.  Each fires only the head timer.                       *)
 
@@ -1278,6 +1301,7 @@ Disturb(c) ==
     \/ JoinGroupKnownMember(c, TRUE) \/ LeaveGroup(c)
     \/ ClientCrash(c) \/ ClientAbandon(c) \/ ClientRejoin(c)
     \/ \E cur \in BOOLEAN : StaleHeartbeat(c, cur)
+    \/ LeaveGroupByInstanceId(c)
 
 Next ==
     \/ \E c \in Clients : ClientStep(c) \/ Disturb(c)
@@ -1497,7 +1521,7 @@ StableRebalanceOnlyByTrigger ==
          \/ la.name = "JoinGroupUnknownMember" /\ la.newMember \in members'
          \/ la.name = "JoinGroupPendingMember" /\ la.member \in pending /\ la.member \in members'
          \/ la.name = "JoinGroupKnownMember" /\ la.member \in members /\ (la.member = leader \/ la.flag)
-         \/ la.name \in {"LeaveGroup", "SessionTimeoutExpiry", "NewMemberJoinTimeout"}
+         \/ la.name \in {"LeaveGroup", "LeaveGroupByInstanceId", "SessionTimeoutExpiry", "NewMemberJoinTimeout"}
               /\ la.member \in members /\ la.member \notin members'
          \/ la.name = "DelayedSyncExpiry" /\ pendingSync # {}
               /\ \A m \in pendingSync \ members : minstance[m] # NoInstance

@@ -59,6 +59,7 @@ REQUESTS = {
     "SyncGroupFollower": "SyncGroup",
     "Heartbeat": "Heartbeat",
     "LeaveGroup": "LeaveGroup",
+    "LeaveGroupByInstanceId": "LeaveGroup",  # an admin's, drawn on the instance's client
 }
 TIMERS = {
     "SessionTimeoutExpiry",

@@ -29,6 +29,7 @@ from kgc.impl.coordinator import (
     SyncGroupResult,
 )
 from kgc.impl.errors import Errors
+from kgc.impl.group import GroupState
 from kgc.impl.store import APPEND_ERROR_TO_COORDINATOR_ERROR, coordinator_error_for_append
 from kgc.spec.values import ModelValue, Record
 
@@ -227,6 +228,26 @@ def _stale_heartbeat(world: World, c: str, cur: bool, res: StepResult) -> None:
     world.coordinator.handle_heartbeat(GROUP_ID, view.member, None, gen, world._callback(c, token, "heartbeat"))
 
 
+def _static_member_of(world: World, c: str) -> str | None:
+    """The member id client c's group.instance.id maps to in the loaded group (None: none)."""
+    group = world.group
+    instance = world.k.instance_id_of(c)
+    if group is None or instance is None or not world.coordinator.is_coordinator_for(GROUP_ID):
+        return None
+    return group.static_members.get(instance)
+
+
+def _leave_by_instance_id(world: World, c: str, res: StepResult) -> None:
+    """The spec's LeaveGroupByInstanceId: an admin client removes c's instance's member by
+    group.instance.id alone (member id ""); c's consumer is not told."""
+    instance = world.k.instance_id_of(c)
+    token = world._request(None)  # the admin's request: no consumer waits for the answer
+    res.requests.append(f"LeaveGroup(member='', instance={instance!r}) from an admin client")
+    world.coordinator.handle_leave_group(
+        GROUP_ID, [LeaveMemberIdentity("", instance)], world._callback(c, token, "leave")
+    )
+
+
 def _leave(world: World, c: str, res: StepResult) -> None:
     view = world.clients[c]
     member_id = view.member
@@ -365,6 +386,8 @@ def apply_action(world: World, la: Mapping[str, Any], fire: Any = None) -> StepR
         _stale_heartbeat(world, c, flag, res)
     elif name == "LeaveGroup":
         _leave(world, c, res)
+    elif name == "LeaveGroupByInstanceId":
+        _leave_by_instance_id(world, c, res)
     elif name in ("ClientCrash", "NoIdLeft"):
         view.reset("Down")  # NoIdLeft: the model ran out of ids; the client gives up
     elif name == "ClientRestart":
@@ -477,6 +500,9 @@ def _action_member_gen(world: World, name: str, view: ClientView | None) -> tupl
     """The member and gen parameters the spec's LA(...) gives each action."""
     if view is None:
         return NO_MEMBER, NO_GEN
+    if name == "LeaveGroupByInstanceId":  # the member the instance maps to, not the client's
+        current = _static_member_of(world, view.name)
+        return (world.ids.spec(current) if current else NO_MEMBER), NO_GEN
     member = world.ids.spec(view.member)
     if name in ("SyncGroupLeader", "SyncGroupFollower", "Heartbeat", "ClientRejoin"):
         return member, world.gen(view.gen)
@@ -517,6 +543,9 @@ def not_enabled(world: World, la: Mapping[str, Any]) -> str | None:
             and group is not None
             and group.generation_id >= 1,
             "NoIdLeft": (phase == "Unjoined" and not view.member and len(world.ids) >= world.k.num_ids),
+            "LeaveGroupByInstanceId": _static_member_of(world, view.name) is not None
+            and group is not None
+            and not group.is_(GroupState.Dead),
         }.get(name, True)
         if not ok:
             who = f"member {view.member!r}" if view.member else "no member id"

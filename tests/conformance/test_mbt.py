@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conformsupport import full_spec_dir
 
-from kgc.conformance.abstraction import TIMER_STEPS
+from kgc.conformance.abstraction import TIMER_STEPS, SpecConstants
 from kgc.conformance.mbt import conform, conform_trace, simulate
 from kgc.conformance.recorded_trace import read_trace
 from kgc.conformance.seeded_bugs import BUGS, coordinator_class
@@ -231,11 +231,18 @@ def test_static_member_traces_conform(model: str, tmp_path: Path) -> None:
     traces: joins with the instance id (before and from v9's skip_assignment), the
     replacement of a known instance's member id (GroupMetadata.replaceStaticMember, whose
     plan, leadership and stored record the spec relabels), FENCED_INSTANCE_ID to the zombie
-    that shares an instance id (static_fencing), and reloads of the stored static ids."""
+    that shares an instance id (static_fencing), and reloads of the stored static ids.
+    The runs recorded while following them validate (kgc validate under the model's
+    Instances, with the static variables observed)."""
     result = simulate(model, 150, 60, 7, tmp_path / "traces")
     assert result.ok, result.check.error_line
-    report = conform([tmp_path / "traces"])
+    report = conform([tmp_path / "traces"], record_to=tmp_path / "rec")
     assert report.count("CONFORMS") == len(report.outcomes) == 150, str(report.first_divergence.divergence)
+    recorded = [read_trace(p) for p in sorted((tmp_path / "rec").glob("*.json"))]
+    assert {t.constants.instances for t in recorded} == {SpecConstants.from_model(model).instances}
+    assert any(m != 0 for t in recorded for s in t.states for m in s["staticMembers"].values())
+    checked = validate_traces(recorded, work_dir=tmp_path / "tlc")
+    assert checked.ok and len(checked.verdicts) == 150, [v.line() for v in checked.verdicts if not v.matched][:1]
     replaced = fenced = skipped = reloaded = 0
     for path in sorted((tmp_path / "traces").glob("*.itf.json")):
         _, states = read_itf(path)
@@ -258,3 +265,26 @@ def test_static_member_traces_conform(model: str, tmp_path: Path) -> None:
         # Stable member: static_fencing's traces reach it, static's 60-state ones rarely do)
         missed = conform([tmp_path / "traces"], coordinator_class("static_replace_not_stored"), stop_at_first=True)
         assert missed.first_divergence is not None, "static_replace_not_stored went unnoticed"
+
+
+def test_static_member_removed_by_instance_id_conforms_and_validates(tmp_path: Path) -> None:
+    """static_admin_leave: an admin's LeaveGroup naming only the group.instance.id
+    (handleLeaveGroup's currentStaticMemberId path, the spec's LeaveGroupByInstanceId) removes
+    the instance's member, in every state the traces reach; the implementation follows the
+    spec's traces and its recorded runs validate."""
+    result = simulate("static_admin_leave", 100, 40, 7, tmp_path / "traces")
+    assert result.ok, result.check.error_line
+    report = conform([tmp_path / "traces"], record_to=tmp_path / "rec")
+    assert report.count("CONFORMS") == len(report.outcomes) == 100, str(report.first_divergence.divergence)
+    removed: Counter[str] = Counter()
+    for path in sorted((tmp_path / "traces").glob("*.itf.json")):
+        _, states = read_itf(path)
+        for before, after in zip(states, states[1:]):
+            la = after["lastAction"]
+            if la["name"] == "LeaveGroupByInstanceId":
+                assert la["member"] in before["members"] and la["member"] not in after["members"]
+                removed[before["gstate"]] += 1
+    assert set(removed) >= {"PreparingRebalance", "CompletingRebalance", "Stable"}, removed
+    recorded = [read_trace(p) for p in sorted((tmp_path / "rec").glob("*.json"))]
+    checked = validate_traces(recorded, work_dir=tmp_path / "tlc")
+    assert checked.ok and len(checked.verdicts) == 100, [v.line() for v in checked.verdicts if not v.matched][:1]

@@ -47,8 +47,6 @@ SEEDED = (
 #: Stable consumer (the fault "resync") are modelled, and so are static members: each JoinGroup
 #: with member id "" and a group.instance.id is a consumer of its own, the clients of one
 #: instance id one of the spec's Instances.)
-#: - "a LeaveGroup by group.instance.id alone": the admin's removal (member id "" and an
-#:   instance id, handleLeaveGroup's currentStaticMemberId path) has no spec action.
 #: - "a static member replaced in Stable with a deferred store": the spec's
 #:   UpdateStaticMemberAndRebalance stores synchronously.
 #: - "its consumer has -1": a heartbeat with the old generation after the consumer was told to
@@ -59,7 +57,6 @@ NOT_MODELLED = {
     "inconsistent-group-protocol": "protocol selection",
     "protocol-selected-by-member-votes": "protocol selection",
     "static-follower-rejoin-with-unknown-member-id-keeps-generation": "protocol selection",
-    "static-leave-by-instance-id-alone-removes-the-member": "a LeaveGroup by group.instance.id alone",
     # updateStaticMemberAndRebalance's storeGroup callback (the JoinGroup answered once the
     # append completes; replaceStaticMember back to the old id on an append error)
     "static-rejoin-in-stable-waits-for-the-store": "a static member replaced in Stable with a deferred store",
