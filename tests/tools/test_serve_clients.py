@@ -7,11 +7,12 @@ spec (`kgc validate`); and one client program runs on both, its observations com
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,7 @@ UNIT_S = 0.1
 # Longer than the consumers' heartbeat interval (SESSION_MS / 6): a rebalance still under way
 # after a balanced moment shows up as a revocation within it.
 SETTLE_S = 1.0
+MEMBER_ID_GIVEN = re.compile(r"joins group (\S+) in \w+ state\. Created a new member id (\S+) and request")
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,7 @@ class Step:
     what: str
     held: tuple[tuple[int, ...], ...]
     generations: int
+    seconds: float = field(compare=False)  # from the step's action to a settled group, for the record
 
     @property
     def counts(self) -> tuple[int, ...]:
@@ -53,14 +56,20 @@ class GroupWatch:
         self.group = group
         self.steps: list[Step] = []
         self._seen = len(target.generations(group))
+        self._since = time.monotonic()
+
+    def mark(self) -> None:
+        """The step's action happens now."""
+        self._since = time.monotonic()
 
     def settled(self, what: str, members: list[Proc], timeout: float = 60) -> None:
         wait_for(what, lambda: balanced(members, PARTITIONS), timeout, members)
+        seconds = time.monotonic() - self._since
         time.sleep(SETTLE_S)
         wait_for(what, lambda: balanced(members, PARTITIONS), timeout, members)
         generations = len(self.target.generations(self.group))
         held = tuple(sorted(tuple(p.assignment() or []) for p in members))
-        self.steps.append(Step(what, held, generations - self._seen))
+        self.steps.append(Step(what, held, generations - self._seen, round(seconds, 2)))
         self._seen = generations
 
 
@@ -78,6 +87,7 @@ def _group_lifecycle(
     try:
         if staggered:
             for n, k in enumerate(kinds):
+                watch.mark()
                 procs.append(consumer(k, target.port, group, topic, f"{k}-{n}", SESSION_MS, *options))
                 watch.settled(f"join {k}", procs)
         else:
@@ -87,6 +97,7 @@ def _group_lifecycle(
             watch.settled("the first assignment", procs)
 
         victim, rest = procs[0], procs[1:]
+        watch.mark()
         victim.signal(signal.SIGKILL)
         killed = time.monotonic()
         wait_for("the rest to be revoked", lambda: first_since(rest, "revoked", killed) is not None, 30, rest)
@@ -97,6 +108,7 @@ def _group_lifecycle(
 
         leaver, rest = rest[0], rest[1:]
         left = time.monotonic()
+        watch.mark()
         leaver.signal(signal.SIGTERM)
         wait_for("a rebalance after the leave", lambda: first_since(rest, "revoked", left) is not None, 30, rest)
         took = (first_since(rest, "revoked", left) or 0) - left
@@ -104,6 +116,7 @@ def _group_lifecycle(
         watch.settled("a rebalance without the leaver", rest, 30)
         assert leaver.proc.wait(20) == 0
 
+        watch.mark()
         newcomer = consumer(kinds[0], target.port, group, topic, "newcomer", SESSION_MS, *options)
         procs.append(newcomer)
         watch.settled("the newcomer's assignment", [*rest, newcomer])
@@ -118,6 +131,22 @@ def _check_generations(target: Target, group: str, steps: list[Step]) -> None:
     assert all(s.generations >= 1 for s in steps), steps
     logged = target.generations(group)
     assert logged == list(range(1, len(logged) + 1)), logged
+
+
+def _check_member_id_required(broker: BrokerTarget, group: str, consumers: int) -> None:
+    """What _check_recording checks of kgc serve's run, read from Kafka's log: every consumer's
+    first JoinGroup (v4+) got MEMBER_ID_REQUIRED with a new id (GroupCoordinator.
+    doNewMemberJoinGroup logs it) and each such id is heard of again (it joined: "Adding new
+    member ID", led, failed or left)."""
+    lines = broker.log_lines()
+    given = []
+    for n, line in enumerate(lines):
+        m = MEMBER_ID_GIVEN.search(line)
+        if m is not None and m.group(1) == group:
+            given.append((n, m.group(2)))
+    assert len(given) >= consumers, f"{len(given)} JoinGroups went through MEMBER_ID_REQUIRED, {consumers} consumers"
+    for n, member in given:
+        assert any(member in line for line in lines[n + 1 :]), f"{member} never joined with the id it was given"
 
 
 def _check_recording(rec: Path, group: str) -> None:
@@ -164,6 +193,7 @@ def test_group_of_kafka_clients(request: pytest.FixtureRequest, tmp_path: Path, 
     if on == "kafka":
         broker = BrokerTarget(request.getfixturevalue("kafka_broker"))
         _check_generations(broker, group, _group_lifecycle(broker, GROUPS[clients], clients))
+        _check_member_id_required(broker, group, len(GROUPS[clients]) + 1)
         return
     rec = tmp_path / "rec"
     serve = ServeTarget(tmp_path, PARTITIONS, "--record", str(rec))
@@ -206,4 +236,6 @@ def test_same_program_on_kafka_and_serve(kafka_broker: KafkaBroker, tmp_path: Pa
     assert [s.counts for s in on_kafka] == [(6,), (3, 3), (2, 2, 2), (1, 1, 2, 2), (2, 2, 2), (3, 3), (2, 2, 2)]
     assert all(_assigned_by(assignor, s.held) for s in on_kafka + on_serve), (on_kafka, on_serve)
     reasons = "\n".join(line for line in broker.log_lines() if f"Preparing to rebalance group g-{name}" in line)
+    for k, v in zip(on_kafka, on_serve, strict=False):  # seconds to settle, shown with -s
+        print(f"{assignor} {k.what}: Kafka {k.seconds} s, kgc serve {v.seconds} s")
     assert on_kafka == on_serve, f"Kafka: {on_kafka}\nkgc serve: {on_serve}\nKafka's rebalances:\n{reasons}"
