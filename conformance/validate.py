@@ -1069,7 +1069,7 @@ def _show(v: Any) -> str:
     if isinstance(v, frozenset):
         return "{" + ", ".join(str(x) for x in sorted(v, key=sort_key)) + "}"
     if isinstance(v, TlaFunction):
-        return "[" + ", ".join(f"{k}: {_show(x)}" for k, x in v.items()) + "]"
+        return "[" + ", ".join(f"{_show(k)}: {_show(x)}" for k, x in v.items()) + "]"
     if isinstance(v, tuple):
         return "<<" + ", ".join(_show(x) for x in v) + ">>"
     if isinstance(v, bool):

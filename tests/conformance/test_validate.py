@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from kgc.conformance.recorded_trace import read_trace, write_trace
 from kgc.conformance.recorder import RANDOM_RUN_CONSTANTS, RunRecorder, random_run, record_scenario_file
-from kgc.conformance.seeded_bugs import BUGS
+from kgc.conformance.seeded_bugs import BUGS, coordinator_class
 from kgc.conformance.validate import validate_traces
 from kgc.spec.values import ModelValue, Record
 from kgc.tools.cli import main
@@ -125,6 +126,46 @@ def test_validate_catches_seeded_bug(bug_report, bug):
     first = failed[0]
     assert first.failed_step >= 1 and first.action and first.origin
     assert first.reason and (first.diffs or "not enabled" in first.reason)
+
+
+#: c1 static; c2 and c3 share one group.instance.id (a consumer and its restarted twin: the
+#: zombie FENCED_INSTANCE_ID is for)
+STATIC_RANDOM_CONSTANTS = replace(RANDOM_RUN_CONSTANTS, instances=(("c1",), ("c2", "c3")))
+#: Seeded implementation bugs of static membership that random static runs reach.
+STATIC_SEEDED = ("static_replace_not_stored", "fenced_instance_not_checked")
+
+
+@pytest.fixture(scope="module")
+def static_report():
+    """Thirty random runs with static clients on the real coordinator and ten of each static
+    seeded-bug coordinator, in one TLC batch (one Instances constant)."""
+    traces = [random_run(STATIC_RANDOM_CONSTANTS, 40, seed, name=f"static/{seed}") for seed in range(30)]
+    traces += [
+        random_run(STATIC_RANDOM_CONSTANTS, 40, seed, coordinator_class=coordinator_class(bug), name=f"{bug}/{seed}")
+        for bug in STATIC_SEEDED
+        for seed in range(10)
+    ]
+    report = validate_traces(traces)
+    assert not report.errors
+    return traces, report
+
+
+def test_random_runs_with_static_members_are_behaviours_of_the_spec(static_report):
+    traces, report = static_report
+    runs = [v for v in report.verdicts if v.name.startswith("static/")]
+    assert len(runs) == 30 and sum(v.steps for v in runs) > 1000
+    failed = [v.line() for v in runs if not v.matched]
+    assert not failed, "\n".join(failed)
+    answers = [s["lastAction"]["resp"] for t in traces if t.name.startswith("static/") for s in t.states]
+    assert answers.count("FENCED_INSTANCE_ID") > 0  # the zombie twin was fenced
+
+
+@pytest.mark.parametrize("bug", STATIC_SEEDED)
+def test_validate_catches_static_seeded_bug(static_report, bug):
+    _, report = static_report
+    failed = [v for v in report.verdicts if v.name.startswith(bug + "/") and not v.matched]
+    assert failed, f"no run of {bug} was caught"
+    assert failed[0].failed_step >= 1 and failed[0].diffs
 
 
 def _simple_trace():
