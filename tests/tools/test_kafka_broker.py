@@ -162,3 +162,21 @@ def test_a_killed_owner_takes_its_broker_along(tmp_path: Path) -> None:
     while jvm_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not jvm_alive(pid)
+
+
+def test_stop_with_a_stale_or_bad_pid_file_and_start_in_a_file(tmp_path: Path) -> None:
+    folder = tmp_path / "kafka"
+    folder.mkdir()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    (folder / PID_FILE).write_text(f"{dead.pid}\n")  # no kafka.Kafka of this folder has it now
+    done = kgc("kafka", "stop", "--dir", str(folder))
+    assert done.returncode == 0 and f"broker {dead.pid} not running" in done.stdout, done.stderr
+    assert not (folder / PID_FILE).exists()
+    (folder / PID_FILE).write_text("twelve\n")
+    done = kgc("kafka", "stop", "--dir", str(folder))
+    assert done.returncode == 1 and done.stderr.count("\n") == 1 and "not a pid" in done.stderr, done.stderr
+    a_file = tmp_path / "file"
+    a_file.write_text("")
+    done = kgc("kafka", "start", "--dir", str(a_file))
+    assert done.returncode == 1 and done.stderr.count("\n") == 1 and str(a_file) in done.stderr, done.stderr
