@@ -37,11 +37,15 @@ class _Tally:
     differ: int = 0
     explained: int = 0
     invalid: int = 0
+    spec_steps: int = 0  # of spec traces: the spec steps whose program steps were all compared
+    spec_total: int = 0
 
     def summary(self, seconds: float) -> str:
+        spec = f" ({self.spec_steps} of {self.spec_total} spec steps)" if self.kind == "traces" else ""
         return (
             f"{self.runs} {self.kind}, {self.differ} differ, {self.explained} explained "
-            f"(compared up to a HashMap leader choice), {self.invalid} invalid; {self.steps} steps in {seconds:.1f} s"
+            f"(compared up to a HashMap leader choice), {self.invalid} invalid; "
+            f"{self.steps} steps compared{spec} in {seconds:.1f} s"
         )
 
 
@@ -96,8 +100,7 @@ def diff_command(
                         tally.invalid += 1
                         worst = max(worst, EXIT_INVALID)
                         continue
-                    scenario: Scenario = made
-                    tally.steps += len(scenario.steps)
+                    scenario: Scenario = made if isinstance(made, Scenario) else made.scenario
                     try:
                         found = differ.diff_scenario(scenario, kafka, World(scenario, coordinator_class=cls))
                     except ScenarioError as e:
@@ -108,6 +111,11 @@ def diff_command(
                             continue
                         # a made program refers to a join one side has not answered: the sides parted
                         found = differ.StepDifference(e.step, "a member reference", str(e), "answered")
+                    compared = len(scenario.steps) if found is None else found.step + 1
+                    tally.steps += compared
+                    if not isinstance(made, Scenario):  # a spec trace's program, with its marks
+                        tally.spec_total += made.spec_steps
+                        tally.spec_steps += sum(1 for m in made.marks if m.length <= compared)
                     if found is None:
                         if not quiet:
                             typer.echo(f"SAME {label}")
@@ -129,7 +137,7 @@ def diff_command(
 def _files(kind: str, files: list[Path]) -> Iterator[tuple[str, Any]]:
     """(label, Scenario or the one-line error that makes the file unusable)."""
     from kgc.conformance.abstraction import AbstractionError
-    from kgc.conformance.reference.programs import ProgramError, trace_program
+    from kgc.conformance.reference.programs import ProgramError, marked_trace_program
     from kgc.spec.jsonfile import InputError
 
     for path in files:
@@ -138,7 +146,7 @@ def _files(kind: str, files: list[Path]) -> Iterator[tuple[str, Any]]:
                 scenario = load_scenario(path)
                 yield scenario.name, scenario
             else:
-                yield path.name, trace_program(path)
+                yield path.name, marked_trace_program(path)
         except ScenarioError as e:
             yield path.name, str(e)
         except (InputError, AbstractionError, ProgramError, ValueError) as e:

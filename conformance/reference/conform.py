@@ -19,6 +19,7 @@ from typing import Any
 from kgc.conformance.abstraction import GROUP_ID
 from kgc.conformance.reference.diff import HASHMAP_LEADER
 from kgc.conformance.reference.kafka_coordinator import KafkaReference
+from kgc.conformance.reference.program_steps import describe_expiry
 from kgc.conformance.reference.programs import SpecMark, marked_trace_program
 from kgc.conformance.reference.replay import ReferenceWorld
 
@@ -28,7 +29,7 @@ __all__ = ["KafkaConformOutcome", "conform_trace_on_kafka"]
 @dataclass
 class KafkaConformOutcome:
     file: str
-    steps: int = 0  # spec steps checked (those after which no timer is still due: SpecMark.settled)
+    steps: int = 0  # spec steps checked
     total: int = 0
     verdict: str = "CONFORMS"  # CONFORMS | EXPLAINED | DIVERGED
     detail: str = ""
@@ -43,10 +44,13 @@ def conform_trace_on_kafka(path: Path, kafka: KafkaReference) -> KafkaConformOut
     previous_leader = 0
     for mark in made.marks:
         while sent < mark.length:
-            theirs.send(sent, made.scenario.steps[sent])
+            step = made.scenario.steps[sent]
+            if theirs.send(sent, step) is False:
+                where = f"spec step {mark.step} {mark.state['lastAction']['name']}"
+                outcome.verdict = "DIVERGED"
+                outcome.detail = f"{where}: {describe_expiry(step)} is not due on Kafka at {theirs.now_ms} ms"
+                return outcome
             sent += 1
-        if not mark.settled:
-            continue
         named = made.named[mark.length - 1] if mark.length else {}
         found = _check(mark, named, theirs, previous_leader)
         previous_leader = mark.state["leader"]

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kgc.conformance.reference.kafka_coordinator import KafkaReference
+from kgc.conformance.reference.program_steps import Expire, describe_expiry, send_on_kgc
 from kgc.conformance.reference.replay import ReferenceWorld, _response_fields
 from kgc.conformance.replay import World, response_fields
 from kgc.conformance.scenario import REQUEST_TYPES, Expect, ExpectState, Join, Scenario
@@ -74,8 +75,10 @@ def diff_scenario(scenario: Scenario, kafka: KafkaReference, ours: World | None 
         for index, step in enumerate(scenario.steps):
             if isinstance(step, (Expect, ExpectState)):
                 continue
-            ours.send(index, step)
-            theirs.send(index, step)
+            fired = send_on_kgc(ours, index, step), theirs.send(index, step)
+            if isinstance(step, Expire) and fired[0] != fired[1]:
+                due = {True: "expired", False: "not due"}
+                return StepDifference(index, describe_expiry(step), due[fired[0]], due[fired[1]])
             found = _compare(index, ours, theirs, groups, scenario, leaders)
             if found is not None:
                 return found

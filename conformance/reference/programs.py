@@ -3,7 +3,8 @@
 A program is made on kgc's side: a RunRecorder drives kgc's coordinator through a spec trace
 (the steps conform takes, steered to the spec's choices) or through a random run (recorder.random_run's
 choice of enabled spec steps), and `RequestLog` keeps every request as it reaches the coordinator,
-every time step (a tick up to each timer expiry) and every store completion. `as_scenario` turns
+every timer expiry (an `Expire` of the delayed operation, program_steps.py), the time between (`Advance`)
+and every store completion. `as_scenario` turns
 that log into a scenario: the member ids kgc gave become `@join` references (the id text is never
 compared: Kafka's are random UUIDs), so the same program runs on Kafka's coordinator through
 diff.diff_scenario, step by step.
@@ -23,6 +24,7 @@ from typing import Any
 
 from kgc.conformance.abstraction import GROUP_ID, SpecConstants
 from kgc.conformance.recorder import RANDOM_RUN_CONSTANTS, RunRecorder, enabled_actions
+from kgc.conformance.reference.program_steps import KAFKA_OPERATION, Advance, Expire, PreferLeader, send_on_kgc
 from kgc.conformance.scenario import (
     Commit,
     Heartbeat,
@@ -37,7 +39,6 @@ from kgc.conformance.scenario import (
     Step,
     Store,
     Sync,
-    Tick,
     Unload,
 )
 
@@ -71,22 +72,19 @@ def kafka_clock(constants: SpecConstants) -> SpecConstants:
 
 class RequestLog:
     """Coordinator listener: the requests as they reach kgc's coordinator, as scenario steps with
-    kgc's literal member ids; time as ticks, cut at every timer expiry (so the two coordinators
-    are compared after each expiry, not only at the next request)."""
+    kgc's literal member ids; time as `Advance` steps, and every timer expiry as an `Expire` of
+    the delayed operation that fired, in the order kgc's timer ran them (program_steps.py). So the
+    two coordinators are compared after each expiry, also between two timers of one instant,
+    and a request sent while a timer is already due is a step like any other."""
 
     def __init__(self) -> None:
-        self.steps: list[Step] = []
+        self.steps: list[Step | Advance | Expire] = []
         self.clock: Any = None
-        self.timer: Any = None
-        self.cut: int | None = None
-        """Where the program stops being expressible as scenario steps: a request sent while a
-        timer is already due. A scenario's tick fires every timer due by its end, so the request
-        could not come between two timers of the same instant; the run is compared up to there."""
         self._last_ms = 0
         self._count = 0
 
-    def attach(self, clock: Any, timer: Any) -> None:
-        self.clock, self.timer = clock, timer
+    def attach(self, clock: Any) -> None:
+        self.clock = clock
         self._last_ms = clock.now_ms()
 
     def _id(self, kind: str) -> str:
@@ -94,17 +92,13 @@ class RequestLog:
         return f"{kind[0]}{self._count}"
 
     def catch_up(self) -> None:
-        """The time that passed since the last logged step, as one tick."""
+        """The time that passed since the last logged step, as one Advance."""
         if self.clock is None:
             return
         now = self.clock.now_ms()
         if now > self._last_ms:
-            self.steps.append(Tick(now - self._last_ms))
+            self.steps.append(Advance(now - self._last_ms))
             self._last_ms = now
-
-    def program(self) -> list[Step]:
-        """The steps up to the cut, if any."""
-        return self.steps if self.cut is None else self.steps[: self.cut]
 
     def store(self, group_id: str, error: str) -> None:
         self.catch_up()
@@ -112,10 +106,6 @@ class RequestLog:
 
     def on_request(self, kind: str, group_id: str, args: dict[str, Any]) -> None:
         self.catch_up()
-        if self.cut is None and self.timer is not None:
-            due = [t for t in self.timer.live_tasks() if t.deadline_ms() <= self.clock.now_ms()]
-            if due:
-                self.cut = len(self.steps)
         if kind == "join":
             self.steps.append(
                 Join(
@@ -174,13 +164,10 @@ class RequestLog:
             self.steps.append(LoadBegin(group_id))
 
     def on_timer(self, kind: str, group_id: str, member_id: str | None) -> None:
-        """A timer fires: a tick up to now, or a tick of 0 ms when no time passed since the last
-        request (a DelayedJoin of 0 ms: the rebalance timeout of a group left with no members,
-        which kgc's recorder fires as the next timer without moving the clock)."""
-        now = self.clock.now_ms() if self.clock is not None else self._last_ms
-        if now == self._last_ms and not (self.steps and isinstance(self.steps[-1], Tick)):
-            self.steps.append(Tick(0))
+        """A delayed operation of a hosted group expires (kgc's timer has moved the clock to its
+        deadline): the time up to it, then its Expire."""
         self.catch_up()
+        self.steps.append(Expire(KAFKA_OPERATION[kind], group_id, member_id))
 
     def on_response(self, kind: str, group_id: str, result: object) -> None:
         pass
@@ -200,16 +187,17 @@ def _scenario_config(constants: SpecConstants) -> ScenarioConfig:
     )
 
 
-def as_scenario(name: str, source: str, steps: list[Step], config: ScenarioConfig) -> Scenario:
+def as_scenario(name: str, source: str, steps: list[Any], config: ScenarioConfig) -> Scenario:
     """The logged steps with kgc's member ids replaced by the join that gave them (`@j3`). The
     steps are replayed on kgc's coordinator (member-id seed 0, as the recorder's, so the same ids
-    come back) to see which join answered which id; an id no join gave (none in these programs)
-    stays literal."""
+    come back) to see which join answered which id. An expiring member no delivered response has
+    named yet (its JoinGroup is parked) becomes an `unanswered` Expire. A spec trace's program
+    carries the recorder's leader steering (PreferLeader), so this replay is the recorded run."""
     return _with_refs(name, source, steps, config)[0]
 
 
 def _with_refs(
-    name: str, source: str, steps: list[Step], config: ScenarioConfig
+    name: str, source: str, steps: list[Any], config: ScenarioConfig
 ) -> tuple[Scenario, list[dict[str, Ref]]]:
     """as_scenario, and after each step the kgc member ids named so far (id -> its join)."""
     from kgc.conformance.replay import World
@@ -226,10 +214,14 @@ def _with_refs(
         for index, step in enumerate(steps):
             if isinstance(step, (Join, Heartbeat, Leave, Commit)):
                 step = dataclasses.replace(step, member=ref(step.member))
+            elif isinstance(step, Expire) and step.member is not None:
+                known = ref(step.member)
+                step = dataclasses.replace(step, member=known if isinstance(known, Ref) else None)
+                step = dataclasses.replace(step, unanswered=not isinstance(known, Ref))
             elif isinstance(step, Sync):
                 assignment = tuple((ref(k), v) for k, v in step.assignment)
                 step = dataclasses.replace(step, member=ref(step.member), assignment=assignment)
-            world.send(index, step)
+            send_on_kgc(world, index, step)
             out.append(step)
             for rid, delivered in world.responses.items():
                 if isinstance(world.requests[rid], Join) and delivered and delivered[0].member_id:
@@ -243,7 +235,7 @@ def _with_refs(
 def _recorder(constants: SpecConstants, name: str, source: str) -> tuple[RunRecorder, RequestLog]:
     log = RequestLog()
     rec = RunRecorder(constants, name=name, source=source, observer=log)
-    log.attach(rec.world.clock, rec.world.timer)
+    log.attach(rec.world.clock)
     return rec, log
 
 
@@ -268,7 +260,7 @@ def random_program(seed: int, steps: int = 40, constants: SpecConstants | None =
             break
         action, client, flag = rng.choices(options, [weights.get(o[0], 1.0) for o in options])[0]
         head = rec.world.timer.live_tasks()[0].deadline_ms() if rec.world.timer.live_tasks() else 0
-        if action == "fire":  # as a scenario's tick does: every timer due by the head's deadline
+        if action == "fire":  # every timer due by the head's deadline, one Expire each
             rec.tick(head - rec.world.clock.now_ms())
         elif action == "advance":
             room = (head - rec.world.clock.now_ms()) // unit - 1
@@ -276,7 +268,7 @@ def random_program(seed: int, steps: int = 40, constants: SpecConstants | None =
         else:
             rec.step(action, client, flag)
     log.catch_up()
-    return as_scenario(name, f"random_run(seed={seed})", log.program(), _scenario_config(k))
+    return as_scenario(name, f"random_run(seed={seed})", log.steps, _scenario_config(k))
 
 
 @dataclass(frozen=True)
@@ -288,9 +280,6 @@ class SpecMark:
     length: int
     state: Mapping[str, Any]
     kgc_ids: Mapping[int, str]
-    settled: bool = True
-    """No timer is still due at this instant. The spec fires timers due together one step at a
-    time; a program's tick fires them all, so the states between are not compared."""
 
 
 @dataclass(frozen=True)
@@ -298,6 +287,7 @@ class TraceProgram:
     scenario: Scenario
     marks: tuple[SpecMark, ...]
     named: tuple[Mapping[str, Ref], ...]  # after each program step: kgc member id -> its join
+    spec_steps: int  # in the trace; more than the marks only when kgc's side stopped following it
 
 
 def trace_program(path: Path) -> Scenario:
@@ -321,6 +311,9 @@ def marked_trace_program(path: Path) -> TraceProgram:
         la: Mapping[str, Any] = states[n]["lastAction"]
         if str(la["name"]) == "StoreCallback":
             log.store(GROUP_ID, str(la.get("append", "NONE")))
+        leader = states[n]["leader"]
+        if leader != states[n - 1]["leader"] and rec.world.ids.impl_or_none(leader):
+            log.steps.append(PreferLeader(GROUP_ID, rec.world.ids.impl(leader)))  # as spec_step steers
         rec.spec_step(states[n - 1], states[n], f"spec step {n} {describe_action(la)}")
         if rec.stopped is not None:
             break
@@ -329,11 +322,7 @@ def marked_trace_program(path: Path) -> TraceProgram:
         leader = states[n]["leader"]
         if rec.world.ids.impl_or_none(leader):
             ids[leader] = rec.world.ids.impl(leader)
-        now = rec.world.clock.now_ms()
-        settled = not any(t.deadline_ms() <= now for t in rec.world.timer.live_tasks())
-        marks.append(SpecMark(n, len(log.steps), states[n], ids, settled))
+        marks.append(SpecMark(n, len(log.steps), states[n], ids))
     log.catch_up()
-    program = log.program()
-    scenario, named = _with_refs(name, f"spec trace {path}", program, _scenario_config(k))
-    kept = tuple(m for m in marks if m.length <= len(program))
-    return TraceProgram(scenario, kept, tuple(named))
+    scenario, named = _with_refs(name, f"spec trace {path}", log.steps, _scenario_config(k))
+    return TraceProgram(scenario, tuple(marks), tuple(named), len(states) - 1)

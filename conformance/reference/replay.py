@@ -13,6 +13,7 @@ from typing import Any
 
 from kgc.conformance import refs
 from kgc.conformance.reference.kafka_coordinator import KafkaReference
+from kgc.conformance.reference.program_steps import Advance, Expire, PreferLeader, answered_members
 from kgc.conformance.replay import ReplayResult, StepChecks, run_steps
 from kgc.conformance.scenario import (
     REQUEST_TYPES,
@@ -44,6 +45,7 @@ class ReferenceWorld(StepChecks):
     kafka: KafkaReference
     requests: dict[str, Step] = field(default_factory=dict)
     responses: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    now_ms: int = 0  # Kafka's virtual clock after the last command
 
     def __post_init__(self) -> None:
         cfg = self.scenario.config
@@ -68,10 +70,16 @@ class ReferenceWorld(StepChecks):
         return refs.resolve(ref, self.join_answer, self.scenario.file, index)
 
     def _deliver(self, reply: dict[str, Any]) -> None:
+        self.now_ms = int(reply.get("now", self.now_ms))
         for event in reply.get("events", []):
             self.responses.setdefault(event["id"], []).append(event)
 
-    def send(self, index: int, step: Step) -> None:
+    def send(self, index: int, step: Step | Advance | Expire | PreferLeader) -> bool | None:
+        """Run one step on Kafka's coordinator. A program's Expire (program_steps.py) answers whether
+        the named delayed operation was due and ran; every other step None. PreferLeader is kgc's
+        side only: Kafka picks by HashMap order."""
+        if isinstance(step, PreferLeader):
+            return None
         command: dict[str, Any]
         if isinstance(step, REQUEST_TYPES):
             member_id = self.resolve(step.member, index)
@@ -128,9 +136,20 @@ class ReferenceWorld(StepChecks):
             command = {"op": "unload", "group": step.group}
         elif isinstance(step, Load):
             command = {"op": "load", "group": step.group}
+        elif isinstance(step, Advance):
+            command = {"op": "advance", "ms": step.ms}
+        elif isinstance(step, Expire):
+            member = None if step.member is None else self.resolve(step.member, index)
+            command = {"op": "expire", "operation": step.operation, "group": step.group, "member": member}
+            if step.unanswered:
+                command["unanswered"] = sorted(answered_members(self))
+            reply = self.kafka.call(command)
+            self._deliver(reply)
+            return bool(reply["expired"])
         else:  # pragma: no cover - the scenario parser admits no other step
             raise TypeError(f"unknown step {step!r}")
         self._deliver(self.kafka.call(command))
+        return None
 
     def response_view(self, request: Step, delivered: Any) -> dict[str, Any]:
         return _response_fields(request, delivered)

@@ -122,6 +122,8 @@ public final class ReferenceCoordinator {
             case "leave" -> request(cmd, () -> leave(cmd));
             case "commit" -> request(cmd, () -> commit(cmd));
             case "tick" -> timer.advanceClock(cmd.path("ms").asLong());
+            case "advance" -> timer.advanceWithoutRunning(cmd.path("ms").asLong());
+            case "expire" -> reply.put("expired", expire(cmd));
             case "store" -> store(cmd);
             case "unload" -> unload(cmd.path("group").asText());
             case "load_begin" -> manager.addLoadingPartition(manager.partitionFor(cmd.path("group").asText()));
@@ -424,6 +426,52 @@ public final class ReferenceCoordinator {
                     return BoxedUnit.UNIT;
                 },
                 kafka.server.RequestLocal$.MODULE$.NoCaching());
+    }
+
+    // ---- one named expiry (kgc's programs: a request may come between two timers of one instant) ----
+
+    /**
+     * Runs the expiry of the hosted group's delayed operation named by Kafka's purgatory key
+     * (DelayedJoin / DelayedSync: GroupJoinKey / GroupSyncKey of the group; DelayedHeartbeat:
+     * MemberKey of group and member) whose deadline is now; false when none is. An operation
+     * held for an unloaded GroupMetadata object is not the hosted group's.
+     */
+    private boolean expire(JsonNode cmd) throws Exception {
+        String operation = cmd.path("operation").asText();
+        Option<GroupMetadata> hosted = manager.getGroup(cmd.path("group").asText());
+        if (hosted.isEmpty()) return false;
+        GroupMetadata group = hosted.get();
+        Class<?> type = switch (operation) {
+            case "DelayedJoin" -> kafka.coordinator.group.DelayedJoin.class;
+            case "DelayedSync" -> kafka.coordinator.group.DelayedSync.class;
+            case "DelayedHeartbeat" -> kafka.coordinator.group.DelayedHeartbeat.class;
+            default -> throw new IllegalArgumentException("unknown delayed operation " + operation);
+        };
+        Field groupField = type.getDeclaredField("group");
+        groupField.setAccessible(true);
+        Field memberField = null;
+        if (type == kafka.coordinator.group.DelayedHeartbeat.class) {
+            memberField = type.getDeclaredField("memberId");
+            memberField.setAccessible(true);
+        }
+        String member = cmd.path("member").isTextual() ? cmd.path("member").asText() : null;
+        // "unanswered": the member ids JoinGroup responses gave so far; the operation is then
+        // the first due DelayedHeartbeat of a member none of them names (its join is parked)
+        JsonNode answered = cmd.path("unanswered");
+        Set<String> given = new java.util.HashSet<>();
+        answered.forEach(id -> given.add(id.asText()));
+        Field memberOf = memberField;
+        return timer.expireDue(task -> {
+            if (!type.isInstance(task)) return false;
+            try {
+                if (groupField.get(task) != group) return false;
+                if (memberOf == null) return true;
+                String id = (String) memberOf.get(task);
+                return answered.isArray() ? !given.contains(id) : id.equals(member);
+            } catch (IllegalAccessException e) {
+                throw new IllegalStateException(e);
+            }
+        });
     }
 
     // ---- the group's state, as expect_state reads it ----

@@ -1,6 +1,7 @@
 package kgc.reference;
 
 import java.util.PriorityQueue;
+import java.util.function.Predicate;
 import org.apache.kafka.server.util.timer.Timer;
 import org.apache.kafka.server.util.timer.TimerTask;
 import org.apache.kafka.server.util.timer.TimerTaskEntry;
@@ -46,6 +47,29 @@ final class VirtualTimer implements Timer {
         long now = time.milliseconds();
         if (target > now) time.sleep(target - now);
         return ran;
+    }
+
+    /** Lets timeoutMs pass without running anything: a due task waits for expireDue. */
+    void advanceWithoutRunning(long timeoutMs) {
+        time.sleep(timeoutMs);
+    }
+
+    /**
+     * Runs exactly one task: the first (creation order) of those due now that `which` accepts.
+     * kgc's programs name each expiry in the order kgc's timer ran them, so two tasks of one
+     * instant run one command apart and the coordinator is compared between them.
+     */
+    boolean expireDue(Predicate<TimerTask> which) {
+        long now = time.milliseconds();
+        Entry chosen = null;
+        for (Entry e : queue) {
+            if (e.entry.cancelled() || e.entry.expirationMs != now || !which.test(e.entry.timerTask)) continue;
+            if (chosen == null || e.seq < chosen.seq) chosen = e;
+        }
+        if (chosen == null) return false;
+        queue.remove(chosen);
+        chosen.entry.timerTask.run();
+        return true;
     }
 
     @Override
