@@ -89,7 +89,8 @@ _LIVE = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable")
 #: (kind, where, who) -> Row. `where`: the group's state, or NotCoordinator / Loading /
 #: NoGroup (validateGroupStatus, groupManager.getGroup None). `who`: for join "new" (unknown
 #: member id), "new-rk" (the same with requireKnownMemberId), "pending", "member",
-#: "stranger" (an id the group does not know), "bad-session"; for sync and heartbeat
+#: "stranger" (an id the group does not know), "bad-session", "full" (acceptJoiningMember
+#: refuses it); for sync and heartbeat
 #: "leader" / "follower" (a member with the group's generation), "stale" (a member with
 #: another generation), "stranger" (anyone else, pending members included); for leave
 #: "member", "pending", "stranger". "*" matches any.
@@ -108,6 +109,11 @@ RESPONSE_TABLE: dict[tuple[str, str, str], Row] = {
     # -- handleJoinGroup -------------------------------------------------------------------
     ("join", "*", "bad-session"): _row(
         "INVALID_SESSION_TIMEOUT", cite="handleJoinGroup: sessionTimeoutMs outside group.min/max.session.timeout.ms"
+    ),
+    ("join", "*", "full"): _row(
+        "GROUP_MAX_SIZE_REACHED",
+        cite="handleJoinGroup: !acceptJoiningMember (PreparingRebalance: not awaiting and numAwaiting >= "
+        "group.max.size; CompletingRebalance, Stable: not a member and size >= group.max.size)",
     ),
     ("join", "NoGroup", "member"): _row("UNKNOWN_MEMBER_ID", cite="handleJoinGroup: getGroup None, member id known"),
     ("join", "NoGroup", "pending"): _row("UNKNOWN_MEMBER_ID", cite="handleJoinGroup: getGroup None, member id known"),
@@ -135,26 +141,26 @@ RESPONSE_TABLE: dict[tuple[str, str, str], Row] = {
         "UNKNOWN_MEMBER_ID INCONSISTENT_GROUP_PROTOCOL", cite="doJoinGroup: !group.has"
     ),
     ("join", "PreparingRebalance", "new-rk"): _row(
-        "MEMBER_ID_REQUIRED INCONSISTENT_GROUP_PROTOCOL GROUP_MAX_SIZE_REACHED",
+        "MEMBER_ID_REQUIRED INCONSISTENT_GROUP_PROTOCOL",
         cite="handleJoinGroup: acceptJoiningMember; doUnknownJoinGroup: requireKnownMemberId",
     ),
     ("join", "PreparingRebalance", "new"): _row(
-        "NONE INCONSISTENT_GROUP_PROTOCOL GROUP_MAX_SIZE_REACHED",
+        "NONE INCONSISTENT_GROUP_PROTOCOL",
         _JOIN_LATER,
         "addMemberAndRebalance; handleJoinGroup: joinPurgatory.checkAndComplete may complete the join at once",
     ),
     ("join", "PreparingRebalance", "pending"): _row(
-        "NONE INCONSISTENT_GROUP_PROTOCOL GROUP_MAX_SIZE_REACHED",
+        "NONE INCONSISTENT_GROUP_PROTOCOL",
         _JOIN_LATER,
         "doJoinGroup: isPendingMember -> addMemberAndRebalance; checkAndComplete",
     ),
     ("join", "PreparingRebalance", "member"): _row(
-        "NONE INCONSISTENT_GROUP_PROTOCOL GROUP_MAX_SIZE_REACHED",
+        "NONE INCONSISTENT_GROUP_PROTOCOL",
         _JOIN_LATER,
         "doJoinGroup: case PreparingRebalance -> updateMemberAndRebalance; acceptJoiningMember sheds the last",
     ),
     ("join", "PreparingRebalance", "stranger"): _row(
-        "UNKNOWN_MEMBER_ID INCONSISTENT_GROUP_PROTOCOL GROUP_MAX_SIZE_REACHED", cite="doJoinGroup: !group.has"
+        "UNKNOWN_MEMBER_ID INCONSISTENT_GROUP_PROTOCOL", cite="doJoinGroup: !group.has"
     ),
     **{
         ("join", state, who): row
@@ -163,14 +169,14 @@ RESPONSE_TABLE: dict[tuple[str, str, str], Row] = {
             (
                 "new-rk",
                 _row(
-                    "MEMBER_ID_REQUIRED INCONSISTENT_GROUP_PROTOCOL GROUP_MAX_SIZE_REACHED",
+                    "MEMBER_ID_REQUIRED INCONSISTENT_GROUP_PROTOCOL",
                     cite="handleJoinGroup: acceptJoiningMember; doUnknownJoinGroup: requireKnownMemberId",
                 ),
             ),
             (
                 "new",
                 _row(
-                    "INCONSISTENT_GROUP_PROTOCOL GROUP_MAX_SIZE_REACHED",
+                    "INCONSISTENT_GROUP_PROTOCOL",
                     _JOIN_LATER,
                     "addMemberAndRebalance -> prepareRebalance: the others have not rejoined, so parked",
                 ),
@@ -178,7 +184,7 @@ RESPONSE_TABLE: dict[tuple[str, str, str], Row] = {
             (
                 "pending",
                 _row(
-                    "INCONSISTENT_GROUP_PROTOCOL GROUP_MAX_SIZE_REACHED",
+                    "INCONSISTENT_GROUP_PROTOCOL",
                     _JOIN_LATER,
                     "doJoinGroup: isPendingMember -> addMemberAndRebalance",
                 ),
@@ -195,7 +201,7 @@ RESPONSE_TABLE: dict[tuple[str, str, str], Row] = {
             (
                 "stranger",
                 _row(
-                    "UNKNOWN_MEMBER_ID INCONSISTENT_GROUP_PROTOCOL GROUP_MAX_SIZE_REACHED",
+                    "UNKNOWN_MEMBER_ID INCONSISTENT_GROUP_PROTOCOL",
                     cite="doJoinGroup: !group.has",
                 ),
             ),
@@ -341,6 +347,21 @@ class ResponseOracle:
             return "stale"
         return "leader" if group.leader_id == member else "follower"
 
+    @staticmethod
+    def _room(c: GroupCoordinator, group_id: str, member: str) -> bool:
+        """Kafka's acceptJoiningMember, counted from the members themselves."""
+        group = c._groups.get(group_id)
+        most = c.config.max_group_size
+        if group is None or most is None:
+            return True
+        if group.state.value == "PreparingRebalance":
+            awaiting = sum(1 for m in group.members.values() if m.awaiting_join_callback is not None)
+            known = group.members.get(member)
+            return (known is not None and known.awaiting_join_callback is not None) or awaiting < most
+        if group.state.value in ("CompletingRebalance", "Stable"):
+            return member in group.members or len(group.members) < most
+        return True
+
     def arrive(
         self,
         c: GroupCoordinator,
@@ -359,6 +380,8 @@ class ResponseOracle:
         if kind == "join" and where not in ("NotCoordinator", "Loading", "Dead"):
             if not session_ok:
                 who = "bad-session"
+            elif not self._room(c, group_id, member):
+                who = "full"
             elif who == "new" and rk:
                 who = "new-rk"
         req = _Request(self._count, kind, member, where, who, generation, dict(assignment or {}) or None)
@@ -378,6 +401,7 @@ class ResponseOracle:
         allow; a parked join is kept under its member (a new member's id is the one the call
         added)."""
         req.returned = True
+        self._check_assignments(c)
         if req.answered or req.who == "static":
             return
         row = row_for(req.kind, req.where, req.who)
@@ -420,6 +444,12 @@ class ResponseOracle:
                 prop,
                 f"{req.text()} answered {name} {when}; Kafka ({row.cite}) answers "
                 f"{' or '.join(sorted(allowed)) or 'nothing'} {when}{park}",
+            )
+        if req.kind == "join" and getattr(result, "skip_assignment", False):
+            self._find(
+                "ResponseAllowed",
+                f"{req.text()} answered with skipAssignment; Kafka sets it only for a static leader "
+                "rejoining a Stable group (updateStaticMemberAndRebalance, KIP-814)",
             )
         if req.kind == "join" and isinstance(result, JoinGroupResult) and name == "NONE":
             self._joined.setdefault(result.generation_id, set()).add(result.member_id)
@@ -498,7 +528,15 @@ class ResponseOracle:
                     "(onCompleteJoin removes the dynamic members that did not rejoin)",
                 )
             del self._listed[generation]
-        if group is None or not hosted:
+        self._check_assignments(c)
+
+    def _check_assignments(self, c: GroupCoordinator) -> None:
+        """Assignments that changed since the last look (at the end of every handler call and
+        of every step, so a change is judged against the generation it was made in)."""
+        if self.group_id is None:
+            return
+        group = c._groups.get(self.group_id)
+        if group is None or self.group_id in c._not_coordinator:
             self._assignments = {}
             return
         now = {m: md.assignment for m, md in group.members.items()}

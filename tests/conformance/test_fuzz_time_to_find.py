@@ -1,10 +1,13 @@
 """Each seeded implementation bug is found by the Hypothesis machine alone (`kgc fuzz`'s
-machine, conformance/stateful.hunt: derandomized, no shrinking) within 60 s of wall clock.
+machine, conformance/stateful.hunt: no shrinking) on several fixed example sequences: the
+derandomized one and two Hypothesis seeds.
 
-The budget is wall clock on purpose: it is the promise made to whoever runs `kgc fuzz` on a
-changed coordinator. The examples tried are the same on every run (derandomized), so a miss is
-either a slower machine or a change that moved the bug out of reach; the message says how many
-examples ran."""
+The budget is a number of examples, not wall clock: the examples of a sequence are the same on
+every run, so the count to the first failing example is a property of the code, while the
+seconds it takes depend on the machine's load (this suite runs beside others on 2 cores, where
+a minute has been anything from 60 to 250 examples). BUDGET_EXAMPLES is what a minute runs at
+the worst load measured (README, "Fuzz alone", gives the seconds with the load); the wall-clock
+cap only bounds the test's own run time."""
 
 from __future__ import annotations
 
@@ -15,11 +18,14 @@ from kgc.conformance.stateful import hunt
 
 pytestmark = pytest.mark.slow
 
-BUDGET_S = 60.0
+#: about a minute of examples at load 20 on this 2-core machine (119-233 examples ran in 45 s
+#: there); the slowest find measured on these sequences took 74 examples (README, "Fuzz alone")
+BUDGET_EXAMPLES = 150
+#: a cap on the test's own time, far above the budget's minute
+WALL_CAP_S = 300.0
+#: None: the derandomized sequence (what `kgc fuzz --profile ci` runs); ints: Hypothesis seeds
+SEEDS = (None, 1, 2)
 
-#: the implementation bugs the machine finds within the budget on a loaded 2-core machine
-#: (measured 2-25 s each, README "Fuzz alone"); the scenario-only bugs are in areas the spec
-#: does not model.
 HUNTED = (
     "swallowed_removal_error",
     "heartbeat_rebalances_stable",
@@ -32,24 +38,25 @@ HUNTED = (
     "leader_not_reassigned",
     "session_expiry_keeps_member",
     "no_delayed_sync",
+    "sync_in_preparing_rebalance",
+    "sync_answered_in_preparing_rebalance",
+    "remove_without_join_callback",
+    "rebalance_timeout_keeps_member",
+    "propagate_no_heartbeat_reschedule",
 )
-#: not yet within a minute on a loaded 2-core machine (README, "Fuzz alone"): they need
-#: more examples than a minute runs there (sync_answered_in_preparing_rebalance,
-#: rebalance_timeout_keeps_member, sync_in_preparing_rebalance, remove_without_join_callback,
-#: rebalance_timeout_waits_for_all: 12.6 s once, then missed in 164 examples after the static
-#: membership spec changed the examples)
-#: or a race the machine's rules rarely line up (propagate_no_heartbeat_reschedule).
 
 
+@pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("bug", HUNTED)
-def test_fuzz_alone_finds_the_bug_within_a_minute(bug: str) -> None:
-    result = hunt(coordinator_class(bug), BUDGET_S)
+def test_fuzz_alone_finds_the_bug_within_the_budget(bug: str, seed: int | None) -> None:
+    result = hunt(coordinator_class(bug), WALL_CAP_S, seed=seed, max_examples=BUDGET_EXAMPLES)
     assert result.error is None, repr(result.error)
-    assert result.seconds is not None, f"{bug}: not found in {BUDGET_S:.0f} s ({result.examples} examples)"
+    assert result.seconds is not None, f"{bug}, seed {seed}: not found in {result.examples} examples"
     assert result.violation is not None and result.violation.report.violations
 
 
 def test_the_real_coordinator_survives_the_same_hunt() -> None:
-    result = hunt(coordinator_class("none"), 30.0)
-    assert result.error is None and result.violation is None, result.violation or result.error
-    assert result.examples > 10
+    for seed in SEEDS:
+        result = hunt(coordinator_class("none"), WALL_CAP_S, seed=seed, max_examples=BUDGET_EXAMPLES)
+        assert result.error is None and result.violation is None, result.violation or result.error
+        assert result.examples >= BUDGET_EXAMPLES

@@ -13,7 +13,7 @@ from kgc.conformance.abstraction import GROUP_ID
 from kgc.conformance.recorder import RunRecorder
 from kgc.conformance.responses import RESPONSE_PROPERTIES, RESPONSE_TABLE, ResponseOracle, response_checked, row_for
 from kgc.conformance.seeded_bugs import coordinator_class
-from kgc.conformance.stateful import DEFAULT_CONSTANTS, fuzz
+from kgc.conformance.stateful import DEFAULT_CONSTANTS, hunt
 from kgc.impl.coordinator import GroupCoordinator, LeaveMemberIdentity
 from kgc.impl.errors import Errors
 from kgc.impl.group import GroupMetadata, GroupState
@@ -92,7 +92,7 @@ def test_every_row_cites_kafka_and_every_situation_has_a_row() -> None:
     assert all(row.cite for row in RESPONSE_TABLE.values())
     wheres = ("NotCoordinator", "Loading", "NoGroup", "Empty", "PreparingRebalance", "CompletingRebalance", "Stable")
     whos = {
-        "join": ("new", "new-rk", "pending", "member", "stranger", "bad-session"),
+        "join": ("new", "new-rk", "pending", "member", "stranger", "bad-session", "full"),
         "sync": ("leader", "follower", "stale", "stranger"),
         "heartbeat": ("leader", "follower", "stale", "stranger"),
         "leave": ("member", "pending", "stranger"),
@@ -211,7 +211,8 @@ def test_every_property_is_tested_here() -> None:
 
 
 def test_the_machine_reports_a_response_property() -> None:
-    """kgc fuzz's machine checks the answers after every step (derandomized examples)."""
-    result = fuzz(coordinator_class("heartbeat_rebalances_stable"), profile="ci", examples=100)
-    assert result.violation is not None, result.error
+    """kgc fuzz's machine checks the answers after every step (derandomized examples, no
+    shrinking; the budget of test_fuzz_time_to_find)."""
+    result = hunt(coordinator_class("heartbeat_rebalances_stable"), 300.0, max_examples=150)
+    assert result.violation is not None, (result.examples, result.error)
     assert "ResponseAllowed" in result.violation.report.violations, result.violation

@@ -31,17 +31,10 @@ SEEDED = (
     "leader_not_reassigned",
     "session_expiry_keeps_member",
 )
-# rebalance_timeout_keeps_member: found by a fresh `kgc fuzz` process in 13-22 s (README, "Fuzz
-# alone"), but this module's hunt, run after the other tests in one process, missed it in 1,435
-# examples once the slow clock and the targeted rules changed the derandomized examples. The
-# liveness twins (seeded_bugs.LIVENESS_BUGS) are hunted by test_fuzz_time_to_find.
-
-# sync_answered_in_preparing_rebalance is not hunted here: the race it needs (a member leaves
-# while another holds its JoinGroup response, whose SyncGroup then arrives) takes the random
-# profile 100-250 s to line up (README, the property x detector matrix); TLC, conform,
-# validate and prove catch it in CI. remove_without_join_callback needs a member removed while
-# its JoinGroup is parked (a new member's join timeout inside a rebalance): TLC and conform
-# catch it.
+# rebalance_timeout_keeps_member, sync_answered_in_preparing_rebalance,
+# remove_without_join_callback and the liveness twins (seeded_bugs.LIVENESS_BUGS) are hunted by
+# test_fuzz_time_to_find (three fixed example sequences each); their saved examples are not
+# replayed here.
 
 #: Properties about timers only, which a scenario file cannot observe.
 UNSEEN_BY_SCENARIOS = {"OneSessionTimerPerMember", "TimersOrdered"}
