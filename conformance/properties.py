@@ -465,6 +465,24 @@ def StableRebalanceOnlyByTrigger(s: State, t: State, k: Constants) -> list[str]:
     return [f"Stable -> PreparingRebalance by {la['name']} (member {la['member']}), not one of Kafka's triggers"]
 
 
+def NoCommitOutsideCurrentGeneration(s: State, t: State, k: Constants) -> list[str]:
+    """No OffsetCommit is accepted from a member outside the current generation (what
+    generations exist to protect): one answered NONE names a member of the live group and the
+    group's generation, as they were when it was handled."""
+    la = _get(t, "lastAction")
+    if la["name"] != "HandleCommitOffsets" or la.get("resp") != "NONE":
+        return []
+    member, gen = _field(la, "member", "lastAction"), _field(la, "gen", "lastAction")
+    if not _live(s):
+        return [f"commit of member {member} accepted while the group is not live"]
+    bad = []
+    if member not in _get(s, "members"):
+        bad.append(f"commit of member {member}, no member of {_show(s['members'])}, accepted")
+    if gen != _get(s, "generation"):
+        bad.append(f"commit of member {member} with generation {gen} accepted in generation {s['generation']}")
+    return bad
+
+
 def OneOwnerPerInstanceId(s: State, k: Constants) -> list[str]:
     """At most one member per group.instance.id, the one staticMembers names (GroupMetadata.add,
     replaceStaticMember and remove keep the two in step)."""
@@ -552,6 +570,7 @@ ACTION_PROPERTIES: dict[str, StepProperty] = {
     "GenerationMonotonic": GenerationMonotonic,
     "NoSyncInPreparingRebalance": NoSyncInPreparingRebalance,
     "StableRebalanceOnlyByTrigger": StableRebalanceOnlyByTrigger,
+    "NoCommitOutsideCurrentGeneration": NoCommitOutsideCurrentGeneration,
 }
 
 

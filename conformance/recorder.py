@@ -91,6 +91,7 @@ CLIENT_ACTIONS: dict[str, bool] = {
     "ClientRestart": False,
     "ClientAbandon": False,
     "ClientRejoin": False,
+    "HandleCommitOffsets": False,
 }
 
 _TIMER_NAMES = {
@@ -430,8 +431,24 @@ _BY_PHASE: dict[str, tuple[str, ...]] = {
     ),
     "JoinWait": ("ClientAbandon", "LeaveGroup", "ClientCrash"),
     "SyncWait": ("Heartbeat", "ClientAbandon", "LeaveGroup", "ClientCrash"),
-    "Joined": ("SyncGroupLeader", "SyncGroupFollower", "Heartbeat", "ClientRejoin", "LeaveGroup", "ClientCrash"),
-    "Stable": ("Heartbeat", "ClientRejoin", "LeaveGroup", "ClientCrash", "SyncGroupLeader", "SyncGroupFollower"),
+    "Joined": (
+        "SyncGroupLeader",
+        "SyncGroupFollower",
+        "Heartbeat",
+        "ClientRejoin",
+        "LeaveGroup",
+        "ClientCrash",
+        "HandleCommitOffsets",
+    ),
+    "Stable": (
+        "Heartbeat",
+        "ClientRejoin",
+        "LeaveGroup",
+        "ClientCrash",
+        "SyncGroupLeader",
+        "SyncGroupFollower",
+        "HandleCommitOffsets",
+    ),
 }
 
 
@@ -441,11 +458,18 @@ def enabled_actions(
     join_flavours: Iterable[bool] = (True, False),
     allow_failover: bool = True,
 ) -> list[tuple[str, str | None, bool]]:
-    """(name, client, flag) of every spec step the run may take now."""
+    """(name, client, flag) of every spec step the run may take now. OffsetCommits
+    (HandleCommitOffsets) are drawn only when `faults` holds "commit"."""
     faults = set(faults)
     out: list[tuple[str, str | None, bool]] = []
     world = rec.world
-    gated = {"ClientCrash": "crash", "ClientAbandon": "abandon", "LeaveGroup": "leave", "ClientRejoin": "rejoin"}
+    gated = {
+        "ClientCrash": "crash",
+        "ClientAbandon": "abandon",
+        "LeaveGroup": "leave",
+        "ClientRejoin": "rejoin",
+        "HandleCommitOffsets": "commit",
+    }
     for c in rec.constants.clients:
         phase = world.clients[c].phase
         for name in _BY_PHASE[phase]:
@@ -478,6 +502,8 @@ def enabled_actions(
     return out
 
 
+_RANDOM_FAULTS = ("crash", "abandon", "leave", "rejoin", "change", "resync", "early-rejoin")
+
 #: A small model for random runs: three consumers, a group bounded at two, one failover.
 RANDOM_RUN_CONSTANTS = SpecConstants(
     clients=("c1", "c2", "c3"),
@@ -500,8 +526,10 @@ def random_run(
     coordinator_class: type[GroupCoordinator] = GroupCoordinator,
     name: str | None = None,
     weights: Mapping[str, float] | None = None,
+    commits: bool = False,
 ) -> RecordedTrace:
-    """A run of `steps` spec steps chosen at random among those enabled (seeded)."""
+    """A run of `steps` spec steps chosen at random among those enabled (seeded); with
+    `commits`, consumers holding a generation also commit offsets."""
     rng = random.Random(seed)
     rec = RunRecorder(constants, coordinator_class, name=name or f"random-{seed}", source=f"random_run(seed={seed})")
     w = {
@@ -523,7 +551,7 @@ def random_run(
     w.update(weights or {})
     k = constants.ms_per_unit
     while len(rec.states) <= steps and rec.stopped is None:
-        options = enabled_actions(rec)
+        options = enabled_actions(rec, faults=_RANDOM_FAULTS + (("commit",) if commits else ()))
         if not options:
             break
         action, client, flag = rng.choices(options, [w.get(o[0], 1.0) for o in options])[0]
@@ -759,9 +787,7 @@ class _ScenarioLifter:
         elif isinstance(step, Leave):
             self.client_request(where, step, member, "leave")
         elif isinstance(step, Commit):
-            # No spec action yet: a rejected commit changes nothing (a stuttering step); an
-            # accepted one restarts the member's session, which stops the recording.
-            self._as_outsider(where, step, member, "OffsetCommit has no spec action yet")
+            self.client_request(where, step, member, "commit")
 
     def _as_outsider(self, where: str, step: Any, member: str, why: str) -> None:
         from kgc.conformance.scenario import Commit, Heartbeat, Join, Leave, Sync
@@ -953,7 +979,12 @@ class _ScenarioLifter:
         if step.generation != view.gen:
             self._as_outsider(where, step, member, f"generation {step.generation}, its consumer has {view.gen}")
             return
-        if kind == "sync":
+        if kind == "commit":
+            if view.phase not in ("Joined", "Stable"):
+                self._as_outsider(where, step, member, f"its consumer is {view.phase}")
+                return
+            name = "HandleCommitOffsets"
+        elif kind == "sync":
             group = rec.world.group
             resync = view.phase == "Stable" and group is not None and group.is_(GroupState.Stable)
             # A Stable consumer's second SyncGroup is the spec's resync only while the group is

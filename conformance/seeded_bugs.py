@@ -346,9 +346,34 @@ class StaticReplaceNotStored(GroupCoordinator):
             self.store = real
 
 
-# -- the areas the spec does not model yet (static membership, the asynchronous store, offset
-# -- commits, the loading window): caught by the format-2 scenarios (`kgc replay --bug`), not by
-# -- conform / validate / fuzz, which is why they are kept apart from BUGS.
+class CommitFromUnknownMemberAccepted(GroupCoordinator):
+    """doCommitOffsets without the member check (group.has(memberId)): a consumer that was
+    removed (its session expired) commits with the generation the group still has while it
+    prepares a rebalance, and its offsets are stored (the spec's
+    bug_commit_from_unknown_member_accepted; NoCommitOutsideCurrentGeneration)."""
+
+    def _commit_offsets(
+        self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int, offsets: dict[str, int]
+    ) -> Errors:
+        group = self._groups.get(group_id)
+        if (
+            group is not None
+            and group.state in (Stable, PreparingRebalance)
+            and self._validate_group_status(group_id, allow_empty_id=True) is None
+            and group_instance_id is None
+            and member_id
+            and not group.has(member_id)
+            and generation_id == group.generation_id
+        ):
+            self.offsets.setdefault(group_id, {}).update(offsets)  # no MemberMetadata to heartbeat
+            return Errors.NONE
+        return super()._commit_offsets(group_id, member_id, group_instance_id, generation_id, offsets)
+
+
+# -- the areas the spec does not model yet (static membership, the asynchronous store, the
+# -- loading window) and commit bugs no random client run reaches: caught by the format-2
+# -- scenarios (`kgc replay --bug`), not by conform / validate / fuzz, which is why they are
+# -- kept apart from BUGS.
 
 
 class CommitFromOldGenerationAccepted(GroupCoordinator):
@@ -464,6 +489,7 @@ BUGS: dict[str, type[GroupCoordinator]] = {
     "leader_given_stale_members": LeaderGivenStaleMembers,
     "pending_leave_rebalances": PendingLeaveRebalances,
     "static_replace_not_stored": StaticReplaceNotStored,
+    "commit_from_unknown_member_accepted": CommitFromUnknownMemberAccepted,
 }
 
 

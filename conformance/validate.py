@@ -187,6 +187,7 @@ ACTIONS: dict[str, str] = {
     "GroupUnloadDuringLoad": "GroupUnloadDuringLoad",
     "StaleHeartbeat": "StaleHeartbeat(C_(a), F_(a))",
     "LeaveGroupByInstanceId": "LeaveGroupByInstanceId(C_(a))",
+    "HandleCommitOffsets": "HandleCommitOffsets(C_(a))",
 }
 _ACTION_INDEX = {name: n for n, name in enumerate(ACTIONS, start=1)}
 MAX_CLIENTS = 63
@@ -636,6 +637,7 @@ def build_module(
         '    ClientFaults = {"crash", "abandon", "leave", "rejoin", "change", "resync", "early-rejoin",'
         ' "stale-heartbeat", "admin-leave"}',
         f"    MaxFailovers = {max(1, consts.failovers)}",
+        '    CommitPhases = {"Joined", "Stable"}',
         "    Normalize = FALSE",
         '    Bug = "none"',
         f"    StoreAsync = {'TRUE' if consts.store_async else 'FALSE'}",

@@ -4,9 +4,10 @@
 (* core/src/main/scala/kafka/coordinator/group/) and its dynamic-member    *)
 (* clients, for ONE group.  Static membership (group.instance.id) is in   *)
 (* its own section below (model parameters Instances, StaticSkipAssignment, *)
-(* both off by default).  Protocol selection and offset commits are left   *)
-(* out: every member supports the one protocol, so `supportsProtocols`     *)
-(* always holds.                                                           *)
+(* both off by default).  Protocol selection is left out: every member     *)
+(* supports the one protocol, so `supportsProtocols` always holds.         *)
+(* OffsetCommit is modelled for its fencing only (HandleCommitOffsets: no  *)
+(* offsets are kept, the step's answer is in lastAction).                  *)
 (* Each client sends its own session and rebalance timeouts (SessionOf,    *)
 (* RebalanceOf; one Session and Rebalance for all unless a model          *)
 (* overrides them), and a member keeps those of its last JoinGroup.        *)
@@ -895,6 +896,48 @@ LeaveGroupHandler(s, c, nl, jl) ==
             IN IF Bug = "leave_keeps_session_timer" THEN s1
                ELSE CheckMemberKey(s1, m, FALSE)    \* removeHeartbeatForLeavingMember
 
+(* ---- offset commit -------------------------------------------------- *)
+(* ConsumerCoordinator.OffsetCommitResponseHandler: UNKNOWN_MEMBER_ID and  *)
+(* ILLEGAL_GENERATION reset the generation (resetGenerationOnResponseError; *)
+(* the member id only for UNKNOWN_MEMBER_ID, as for a heartbeat);          *)
+(* REBALANCE_IN_PROGRESS: requestRejoin ("offset commit failed since group  *)
+(* is already rebalancing"); FENCED_INSTANCE_ID is fatal; NONE and the      *)
+(* coordinator errors (retried) change nothing.                           *)
+ReplyCommit(s, c, err) ==
+    LET s1 == CASE err = "UNKNOWN_MEMBER_ID" -> ResetClient(s, c, "Unjoined")
+                [] err = "ILLEGAL_GENERATION" -> ClientLosesGeneration(s, c)
+                [] err = "REBALANCE_IN_PROGRESS" -> ClientRejoins(s, c)
+                [] err = "FENCED_INSTANCE_ID" -> ResetClient(s, c, "Down")
+                [] OTHER -> s
+    IN [s1 EXCEPT !.resp = err]
+
+(* GroupCoordinator.handleCommitOffsets / doCommitOffsets /               *)
+(* validateOffsetCommit for client c's member id and generation (a        *)
+(* consumer's commit, generation >= 0).  No group in the cache: "a request *)
+(* coming from an older generation ... reject the commit"                  *)
+(* (ILLEGAL_GENERATION).  Otherwise validateCurrentMember (FENCED_INSTANCE_ID, *)
+(* UNKNOWN_MEMBER_ID), then the generation; CompletingRebalance answers   *)
+(* REBALANCE_IN_PROGRESS (no assignment yet); Stable and                  *)
+(* PreparingRebalance store the offsets and                               *)
+(* completeAndScheduleNextHeartbeatExpiration ("we rely on heartbeat       *)
+(* response to eventually notify the rebalance").  The offset records'    *)
+(* own append is not modelled (taken as immediate and successful).        *)
+CommitOffsetsHandler(s, c) ==
+    LET m == s.cmember[c]
+        g == s.cgen[c]
+    IN IF ~s.loaded THEN ReplyCommit(s, c, NotLoadedError(s))
+       ELSE IF s.gstate = "Dead" THEN ReplyCommit(s, c, "ILLEGAL_GENERATION")
+       ELSE IF StaticCheck(s, c, m) # "NONE" THEN ReplyCommit(s, c, StaticCheck(s, c, m))
+       ELSE IF m \notin s.members
+       THEN IF Bug = "commit_from_unknown_member_accepted" /\ g = s.generation
+                 /\ s.gstate \in {"Stable", "PreparingRebalance"}
+            THEN ReplyCommit(s, c, "NONE")   \* no MemberMetadata whose session to extend
+            ELSE ReplyCommit(s, c, "UNKNOWN_MEMBER_ID")
+       ELSE IF g # s.generation THEN ReplyCommit(s, c, "ILLEGAL_GENERATION")
+       ELSE IF s.gstate = "CompletingRebalance" THEN ReplyCommit(s, c, "REBALANCE_IN_PROGRESS")
+       ELSE ReplyCommit(ScheduleHeartbeat(s, m), c, "NONE")   \* Stable, PreparingRebalance
+(* ---- end offset commit ---------------------------------------------- *)
+
 -----------------------------------------------------------------------------
 (* Actions: requests, each with the client sending it                      *)
 
@@ -981,6 +1024,20 @@ LeaveGroupByInstanceId(c) ==
     /\ LET I == InstanceOf(c)
            H(nl, jl) == LeaveGroupByInstanceIdHandler(Cur, I, nl, jl)
        IN RunWithChoices(H, LAMBDA r : LA("LeaveGroupByInstanceId", c, staticMembers[I], NoGen, FALSE, r))
+
+(* handleCommitOffsets: a consumer that holds a generation (its JoinGroup *)
+(* answer, or its assignment) commits its offsets with its member id and    *)
+(* generation (ConsumerCoordinator.sendOffsetCommitRequest).  CommitPhases: *)
+(* the client phases a commit is sent from: "Stable" (it holds its         *)
+(* assignment), and in models/commits.cfg and kgc validate also "Joined"   *)
+(* (between its JoinGroup and SyncGroup answers: REBALANCE_IN_PROGRESS in   *)
+(* CompletingRebalance, after which it rejoins; a third more states in      *)
+(* `default`, so left out there).                                           *)
+CommitPhases == {"Stable"}
+HandleCommitOffsets(c) ==
+    /\ cphase[c] \in CommitPhases
+    /\ LET s == CommitOffsetsHandler(Cur, c)
+       IN Commit(s, LA("HandleCommitOffsets", c, cmember[c], cgen[c], FALSE, s))
 
 -----------------------------------------------------------------------------
 (* Actions: timers.  Each fires only the head timer.                       *)
@@ -1302,6 +1359,7 @@ Disturb(c) ==
     \/ ClientCrash(c) \/ ClientAbandon(c) \/ ClientRejoin(c)
     \/ \E cur \in BOOLEAN : StaleHeartbeat(c, cur)
     \/ LeaveGroupByInstanceId(c)
+    \/ HandleCommitOffsets(c)
 
 Next ==
     \/ \E c \in Clients : ClientStep(c) \/ Disturb(c)
@@ -1324,7 +1382,12 @@ ClientStepNames == {"JoinGroupUnknownMember", "JoinGroupPendingMember", "JoinGro
 TickStep == lastAction'.name \in TickNames
 ClientStepBy(c) == lastAction'.client = c /\ lastAction'.name \in ClientStepNames
                    /\ ~(lastAction'.name = "JoinGroupKnownMember" /\ lastAction'.flag)
-DisturbStep == \/ lastAction'.name \in {"LeaveGroup", "ClientCrash", "ClientAbandon", "ClientRejoin", "NoIdLeft"}
+(* An OffsetCommit counts as a disturbance: the protocol needs none to make *)
+(* progress, and one answered REBALANCE_IN_PROGRESS makes its client rejoin *)
+(* (a client committing for ever between JoinGroup and SyncGroup would keep *)
+(* a rebalance from completing), so a prompt client eventually stops.      *)
+DisturbStep == \/ lastAction'.name \in {"LeaveGroup", "ClientCrash", "ClientAbandon", "ClientRejoin", "NoIdLeft",
+                                        "HandleCommitOffsets"}
                \/ lastAction'.name = "JoinGroupKnownMember" /\ lastAction'.flag
 
 (* Time is fair and not Zeno: while timers are live, the clock advances   *)
@@ -1525,6 +1588,20 @@ StableRebalanceOnlyByTrigger ==
               /\ la.member \in members /\ la.member \notin members'
          \/ la.name = "DelayedSyncExpiry" /\ pendingSync # {}
               /\ \A m \in pendingSync \ members : minstance[m] # NoInstance
+      ]_vars
+
+(* No commit accepted from a member outside the current generation: what   *)
+(* generations exist to protect (a member that was removed, or that has not *)
+(* rejoined, must not overwrite the offsets of partitions now assigned to   *)
+(* another).  An action property on the step's answer: an OffsetCommit      *)
+(* answered NONE names a member of the group and the group's generation     *)
+(* (read in the state it was handled in).  Liveness models (Normalize) keep *)
+(* no resp.                                                                 *)
+NoCommitOutsideCurrentGeneration ==
+    [][(lastAction'.name = "HandleCommitOffsets" /\ lastAction'.resp = "NONE") =>
+         /\ Live
+         /\ lastAction'.member \in members
+         /\ lastAction'.gen = generation
       ]_vars
 
 (* ---- static membership properties ----                                  *)

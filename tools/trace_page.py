@@ -60,6 +60,7 @@ REQUESTS = {
     "Heartbeat": "Heartbeat",
     "LeaveGroup": "LeaveGroup",
     "LeaveGroupByInstanceId": "LeaveGroup",  # an admin's, drawn on the instance's client
+    "HandleCommitOffsets": "OffsetCommit",
 }
 TIMERS = {
     "SessionTimeoutExpiry",
@@ -119,7 +120,7 @@ def _request_label(la: Mapping[str, TlaValue]) -> str:
     name = str(la.get("name"))
     fields = [f"memberId={_member(la.get('member', NO_MEMBER))}"]
     gen = la.get("gen", NO_GEN)
-    if REQUESTS[name] in ("SyncGroup", "Heartbeat") and gen != NO_GEN:
+    if REQUESTS[name] in ("SyncGroup", "Heartbeat", "OffsetCommit") and gen != NO_GEN:
         fields.append(f"generationId={_text(gen)}")
     if name == "JoinGroupUnknownMember" and la.get("flag") is True:
         fields.append("requireKnownMemberId")

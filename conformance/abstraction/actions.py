@@ -82,13 +82,36 @@ def _deliver_leave(world: World, view: ClientView, r: LeaveGroupResult) -> None:
     pass  # the consumer closed before sending it
 
 
-DELIVER.update(join=_deliver_join, sync=_deliver_sync, heartbeat=_deliver_heartbeat, leave=_deliver_leave)
+def _deliver_commit(world: World, view: ClientView, errors: Mapping[str, Errors]) -> None:
+    """The spec's ReplyCommit (ConsumerCoordinator.OffsetCommitResponseHandler): as a
+    heartbeat's answer, except that REBALANCE_IN_PROGRESS always asks for a rejoin."""
+    err = commit_error(errors)
+    if err is Errors.REBALANCE_IN_PROGRESS:
+        view.rejoins()
+    else:
+        _deliver_heartbeat(world, view, err)
+
+
+def commit_error(errors: Mapping[str, Errors]) -> Errors:
+    """An OffsetCommit's answer as one error: the driver commits one partition, and the
+    coordinator answers every partition of a commit alike."""
+    return next(iter(errors.values()), Errors.NONE)
+
+
+DELIVER.update(
+    join=_deliver_join, sync=_deliver_sync, heartbeat=_deliver_heartbeat, leave=_deliver_leave, commit=_deliver_commit
+)
+
+#: The partition the driver's consumers commit (one is enough: answers are per request).
+COMMIT_PARTITION = "t-0"
 
 
 def response_error(result: Any) -> str:
     """The error name the spec records as lastAction.resp for a response."""
     if isinstance(result, Errors):
         return result.name
+    if isinstance(result, dict):
+        return commit_error(result).name
     if isinstance(result, LeaveGroupResult):
         if result.error is Errors.NONE and result.member_responses:
             return result.member_responses[0][2].name
@@ -206,6 +229,22 @@ def _heartbeat(world: World, c: str, res: StepResult) -> None:
     res.requests.append(f"Heartbeat(member={view.member!r}, generation={view.gen})")
     world.coordinator.handle_heartbeat(
         GROUP_ID, view.member, world.k.instance_id_of(c), view.gen, world._callback(c, token, "heartbeat")
+    )
+    view.calling = 0
+
+
+def _commit(world: World, c: str, res: StepResult) -> None:
+    """The spec's HandleCommitOffsets: the consumer commits with its member id and generation."""
+    view = world.clients[c]
+    token = world._request(view)
+    res.requests.append(f"OffsetCommit(member={view.member!r}, generation={view.gen})")
+    world.coordinator.handle_commit_offsets(
+        GROUP_ID,
+        view.member,
+        world.k.instance_id_of(c),
+        view.gen,
+        {COMMIT_PARTITION: world.step},
+        world._callback(c, token, "commit"),
     )
     view.calling = 0
 
@@ -384,6 +423,8 @@ def apply_action(world: World, la: Mapping[str, Any], fire: Any = None) -> StepR
         _heartbeat(world, c, res)
     elif name == "StaleHeartbeat":
         _stale_heartbeat(world, c, flag, res)
+    elif name == "HandleCommitOffsets":
+        _commit(world, c, res)
     elif name == "LeaveGroup":
         _leave(world, c, res)
     elif name == "LeaveGroupByInstanceId":
@@ -504,7 +545,7 @@ def _action_member_gen(world: World, name: str, view: ClientView | None) -> tupl
         current = _static_member_of(world, view.name)
         return (world.ids.spec(current) if current else NO_MEMBER), NO_GEN
     member = world.ids.spec(view.member)
-    if name in ("SyncGroupLeader", "SyncGroupFollower", "Heartbeat", "ClientRejoin"):
+    if name in ("SyncGroupLeader", "SyncGroupFollower", "Heartbeat", "ClientRejoin", "HandleCommitOffsets"):
         return member, world.gen(view.gen)
     if name == "ClientAbandon":
         return world.ids.spec(view.wait), NO_GEN
@@ -533,6 +574,7 @@ def not_enabled(world: World, la: Mapping[str, Any]) -> str | None:
             "SyncGroupLeader": phase in ("Joined", "Stable") and view.leader,
             "SyncGroupFollower": phase in ("Joined", "Stable") and not view.leader,
             "Heartbeat": phase in ("Joined", "SyncWait", "Stable"),
+            "HandleCommitOffsets": phase in ("Joined", "Stable"),
             "LeaveGroup": phase != "Down" and bool(view.member),
             "ClientCrash": phase != "Down",
             "ClientRestart": phase == "Down",

@@ -60,7 +60,7 @@ class Produced:
 
     step: int
     client: str
-    kind: str  # "join" | "sync" | "heartbeat" | "leave"
+    kind: str  # "join" | "sync" | "heartbeat" | "leave" | "commit"
     token: int
     result: Any
     delivered: bool

@@ -269,3 +269,32 @@ def test_stale_heartbeat_reaches_the_coordinator_and_leaves_the_rejoining_client
         after = abstract_state(w)
         assert (after["cphase"][C1], after["cgen"][C1], after["cmember"][C1]) == ("Unjoined", -1, s["cmember"][C1])
     assert w.clients["c1"].member  # UNKNOWN_MEMBER_ID would have reset it, were it delivered
+
+
+def test_offset_commit_is_fenced_by_generation_and_keeps_the_session() -> None:
+    """HandleCommitOffsets: a consumer between JoinGroup and SyncGroup is told
+    REBALANCE_IN_PROGRESS and rejoins (ConsumerCoordinator's requestRejoin); a Stable one is
+    accepted and its session timer restarts (completeAndScheduleNextHeartbeatExpiration); once
+    its session has expired it is UNKNOWN_MEMBER_ID and starts over without a member id."""
+    w = World(K)
+    assert not_enabled(w, act("HandleCommitOffsets", "c1")) == "client c1 is Unjoined with no member id"
+    s = run(w, act("JoinGroupUnknownMember", "c1"), act("InitialDelayedJoin"))
+    assert (s["gstate"], s["cphase"][C1]) == ("CompletingRebalance", "Joined")
+    res = apply_action(w, act("HandleCommitOffsets", "c1"))
+    la = res.last_action
+    assert (la["resp"], la["member"], la["gen"]) == ("REBALANCE_IN_PROGRESS", 1, 1)
+    s = run(w, act("JoinGroupKnownMember", "c1"), act("SyncGroupLeader", "c1"))
+    deadline = [t["deadline"] for t in s["timers"] if t["kind"] == "Heartbeat"]
+    s = run(w, act("AdvanceTime", dt=1))
+    assert (s["gstate"], s["cphase"][C1], len(deadline)) == ("Stable", "Stable", 1)
+    res = apply_action(w, act("HandleCommitOffsets", "c1"))
+    after = abstract_state(w)
+    assert res.last_action["resp"] == "NONE" and after["cphase"][C1] == "Stable"
+    assert [t["deadline"] for t in after["timers"] if t["kind"] == "Heartbeat"] == [d + 1 for d in deadline]
+    s = run(w, act("SessionTimeoutExpiry"))
+    assert s["members"] == frozenset() and s["cphase"][C1] == "Stable"
+    res = apply_action(w, act("HandleCommitOffsets", "c1"))
+    after = abstract_state(w)
+    assert res.last_action["resp"] == "UNKNOWN_MEMBER_ID"  # checked before the generation (now 2)
+    assert (after["gstate"], after["generation"]) == ("Empty", 2)
+    assert (after["cphase"][C1], after["cmember"][C1], after["cgen"][C1]) == ("Unjoined", 0, -1)

@@ -39,6 +39,7 @@ SAME_DEFECT = {
     "bug_sync_in_preparing_rebalance": "sync_in_preparing_rebalance",
     "bug_generation_not_bumped": "generation_not_bumped",
     "bug_leader_not_reassigned": "leader_not_reassigned",
+    "bug_commit_from_unknown_member_accepted": "commit_from_unknown_member_accepted",
 }
 
 _found: dict[str, Path | None] = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -122,7 +123,8 @@ def test_record_refuses_a_normalize_model(small_traces: Path, tmp_path: Path) ->
 #: leader then still assigns to, which the timeouts model's traces reach (see below)
 TIMEOUTS_TRACES = {"leader_given_stale_members"}  # caught on `timeouts` traces
 STATIC_TRACES = {"static_replace_not_stored"}  # caught on `static_fencing` traces (static clients)
-OTHER_TRACES = TIMEOUTS_TRACES | STATIC_TRACES
+TRAP_TRACES = {"commit_from_unknown_member_accepted"}  # caught on a trace TLC steers to (below)
+OTHER_TRACES = TIMEOUTS_TRACES | STATIC_TRACES | TRAP_TRACES
 
 
 @pytest.mark.parametrize("bug", sorted(set(BUGS) - {"none"} - OTHER_TRACES))
@@ -288,3 +290,54 @@ def test_static_member_removed_by_instance_id_conforms_and_validates(tmp_path: P
     recorded = [read_trace(p) for p in sorted((tmp_path / "rec").glob("*.json"))]
     checked = validate_traces(recorded, work_dir=tmp_path / "tlc")
     assert checked.ok and len(checked.verdicts) == 100, [v.line() for v in checked.verdicts if not v.matched][:1]
+
+
+#: A trap for TLC: the first OffsetCommit a consumer sends after its member was removed, while
+#: the group still prepares the rebalance of the generation the consumer holds. Random
+#: behaviours rarely line it up (the removed consumer usually heartbeats first: none of 300
+#: `commits` traces of 40 states did), so the model checker is asked for one (breadth first:
+#: a shortest), which kgc conform then drives.
+COMMIT_TRAP_MODULE = """---- MODULE MCcommit_trap ----
+EXTENDS MCGroupCoordinator
+NoRemovedMemberCommitsInItsGeneration ==
+    [][~(/\\ lastAction'.name = "HandleCommitOffsets" /\\ lastAction'.resp = "UNKNOWN_MEMBER_ID"
+         /\\ gstate = "PreparingRebalance" /\\ lastAction'.gen = generation)]_vars
+====
+"""
+
+
+def _trap_trace(folder: Path) -> Path:
+    """TLC's trace to the commit trap, on the `commits` model with the trap as its property."""
+    from kgc.conformance.abstraction import SpecConstants
+    from kgc.spec.catalog import resolve_model
+    from kgc.spec.itf import write_itf
+    from kgc.spec.tlc import TlcJob, run_tlc
+
+    spec_dir = full_spec_dir(folder / "spec")
+    models = spec_dir / "models"
+    shutil.copyfile(resolve_model("commits").config, models / "commit_trap.cfg")
+    cfg = (models / "commit_trap.cfg").read_text(encoding="utf-8")
+    (models / "commit_trap.cfg").write_text(
+        cfg.split("INVARIANTS")[0] + "PROPERTIES\n    NoRemovedMemberCommitsInItsGeneration\n", encoding="utf-8"
+    )
+    (models / "MCcommit_trap.tla").write_text(COMMIT_TRAP_MODULE, encoding="utf-8")
+    found = resolve_model("commit_trap", spec_dir)
+    result = run_tlc(TlcJob(module=found.module, config=found.config, modules=found.modules), folder / "tlc")
+    assert result.violated == "NoRemovedMemberCommitsInItsGeneration", result.error
+    path = folder / "trap.itf.json"
+    constants = SpecConstants.from_cfg(found.config, 1000)
+    meta = {"model": found.name, "constants": constants.to_json()}
+    write_itf(path, result.trace, source=found.module.name, description=result.error or "", meta=meta)
+    return path
+
+
+def test_a_commit_of_a_removed_member_is_fenced(tmp_path: Path) -> None:
+    """The spec answers UNKNOWN_MEMBER_ID to a consumer whose member was removed, even while
+    its generation is still the group's: the real coordinator follows the trace TLC found to
+    that commit, and commit_from_unknown_member_accepted (no member check) diverges on it."""
+    trap = _trap_trace(tmp_path)
+    assert conform([trap]).count("CONFORMS") == 1
+    caught = conform([trap], coordinator_class("commit_from_unknown_member_accepted"), stop_at_first=True)
+    d = caught.first_divergence
+    assert d is not None, "commit_from_unknown_member_accepted went unnoticed"
+    assert d.divergence.action.startswith("HandleCommitOffsets"), str(d.divergence)
