@@ -214,6 +214,27 @@ def test_action_properties():
     assert P.StableRebalanceOnlyByTrigger(s, t, K)
 
 
+def test_no_commit_outside_current_generation_reads_the_answer_member_and_generation():
+    s = _stable_state()
+    commit = Record(dict(s["lastAction"], name="HandleCommitOffsets", member=2, gen=s["generation"], resp="NONE"))
+    assert not P.NoCommitOutsideCurrentGeneration(s, dict(s, lastAction=commit), K)
+    stale = Record(dict(commit, gen=s["generation"] - 1))
+    assert P.NoCommitOutsideCurrentGeneration(s, dict(s, lastAction=stale), K)
+    stranger = Record(dict(commit, member=3))
+    assert P.NoCommitOutsideCurrentGeneration(s, dict(s, lastAction=stranger), K)
+    # rejected commits are what the fencing is for
+    fenced = Record(dict(stranger, resp="UNKNOWN_MEMBER_ID"))
+    assert not P.NoCommitOutsideCurrentGeneration(s, dict(s, lastAction=fenced), K)
+
+
+def test_properties_hold_on_recorded_runs_with_offset_commits():
+    for seed in range(20):
+        trace = random_run(RANDOM_RUN_CONSTANTS, 40, seed, commits=True)
+        for a, b in zip(trace.states, trace.states[1:]):
+            report = P.check_step(a, b, K)
+            assert report.ok, f"seed {seed}: {report}"
+
+
 def test_no_sync_in_preparing_rebalance_reads_the_answer_and_the_parked_requests():
     s = dict(_stable_state(), gstate="PreparingRebalance")
     sync = Record(dict(s["lastAction"], member=2, name="SyncGroupFollower", resp="REBALANCE_IN_PROGRESS"))
