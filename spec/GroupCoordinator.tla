@@ -479,7 +479,16 @@ CreateGroup(s) ==  \* groupManager.getOrMaybeCreateGroup: new GroupMetadata(grou
               !.genLeaders = {}, !.genMembers = {},
               !.staticMembers = [I \in Instances |-> NoMember]]
 
-StoreGroup(s, st) == IF MaxFailovers > 0 THEN [s EXCEPT !.store = st, !.storeStatic = s.staticMembers] ELSE s
+(* The stored static mapping is read from the stored members, as Kafka's   *)
+(* record holds it (GroupMetadataValue: each member's group_instance_id;   *)
+(* GroupMetadata.loadGroup re-adds a static member for each): an append    *)
+(* acknowledged later (StoreAsync) stores the members of its own time, so  *)
+(* the mapping cannot be the group's current one.                          *)
+StaticIn(s, ms) ==
+    [I \in Instances |-> IF \E m \in ms : s.minstance[m] = I
+                         THEN CHOOSE m \in ms : s.minstance[m] = I ELSE NoMember]
+
+StoreGroup(s, st) == IF MaxFailovers > 0 THEN [s EXCEPT !.store = st, !.storeStatic = StaticIn(s, st.members)] ELSE s
 
 (* ---- group store: the appends ------------------------------------------ *)
 (* GroupMetadataManager.storeGroup appends the group's metadata record to  *)
