@@ -17,7 +17,7 @@ from kgc.conformance.reference.kafka_coordinator import KafkaReference, Referenc
 from kgc.conformance.reference.program_steps import Advance, Expire, PreferLeader, send_on_kgc
 from kgc.conformance.reference.programs import marked_trace_program, random_program
 from kgc.conformance.reference.replay import ReferenceWorld, run_scenario_on_kafka
-from kgc.conformance.replay import World
+from kgc.conformance.replay import World, run_scenario
 from kgc.conformance.scenario import Ref, Tick, load_scenario, loads_scenario
 from kgc.impl.coordinator import GroupCoordinator
 from kgc.tools.exit_codes import ExitCode
@@ -277,3 +277,34 @@ def test_faults_traces_compare_every_spec_step_on_kafka(kafka: KafkaReference, t
         found = diff_scenario(made.scenario, kafka)
         assert found is None or found.explained is not None, f"{path.name}: {found}"
     assert unanswered > 0
+
+
+#: finding_admin_leave_unanswered_sync (spec/models/README.md), on Kafka's code and on kgc's: an
+#: admin's LeaveGroup by instance id alone removes a static follower whose SyncGroup is parked in
+#: CompletingRebalance, and nothing ever answers that SyncGroup.
+ADMIN_LEAVE_OF_A_FOLLOWER_AWAITING_SYNC = """{
+  "format": 2, "name": "admin-leave-of-a-follower-awaiting-sync", "source": "finding",
+  "config": {"min_session_timeout_ms": 10, "max_session_timeout_ms": 600000, "initial_rebalance_delay_ms": 0},
+  "steps": [
+    {"do": "join", "id": "a1", "group": "g", "client": "a", "instance": "ia"},
+    {"do": "join", "id": "b1", "group": "g", "client": "b", "instance": "ib"},
+    {"do": "tick", "ms": 0},
+    {"expect": "b1", "error": "NONE", "generation": 1, "leader": "@a1"},
+    {"do": "sync", "id": "sb", "group": "g", "member": "@b1", "generation": 1, "instance": "ib"},
+    {"expect": "sb", "pending": true},
+    {"do": "leave", "id": "l1", "group": "g", "member": "", "instance": "ib"},
+    {"expect": "l1", "error": "NONE"},
+    {"expect_state": "g", "state": "PreparingRebalance", "members": ["@a1"]},
+    {"do": "tick", "ms": 600000},
+    {"expect": "sb", "pending": %s}
+  ]
+}"""
+
+
+def test_kafka_never_answers_the_sync_of_a_follower_an_admin_removed(kafka: KafkaReference) -> None:
+    unanswered = loads_scenario(ADMIN_LEAVE_OF_A_FOLLOWER_AWAITING_SYNC % "true")
+    answered = loads_scenario(ADMIN_LEAVE_OF_A_FOLLOWER_AWAITING_SYNC % "false")
+    assert run_scenario_on_kafka(unanswered, kafka).failure is None
+    assert run_scenario(unanswered).failure is None
+    assert run_scenario_on_kafka(answered, kafka).failure is not None
+    assert run_scenario(answered).failure is not None
