@@ -236,7 +236,9 @@ def test_static_member_traces_conform(model: str, tmp_path: Path) -> None:
     that shares an instance id (static_fencing), and reloads of the stored static ids.
     The runs recorded while following them validate (kgc validate under the model's
     Instances, with the static variables observed)."""
-    result = simulate(model, 150, 60, 7, tmp_path / "traces")
+    # seed 1: 5 reloads of a group holding a static member in the `static` model (seed 7 drew
+    # none once commits entered the spec); the counts below keep the coverage honest
+    result = simulate(model, 150, 60, 1, tmp_path / "traces")
     assert result.ok, result.check.error_line
     report = conform([tmp_path / "traces"], record_to=tmp_path / "rec")
     assert report.count("CONFORMS") == len(report.outcomes) == 150, str(report.first_divergence.divergence)
