@@ -3,7 +3,9 @@ logs read on Spark, each consumer group's history rebuilt from the coordinator's
 checked against the protocol.
 
 Exit codes: 0 no violation, 10 a violation, 2 an input cannot be read (named on stderr) or
-PySpark/Java is missing, 1 a bad --out. Damaged content (binary garbage, huge lines, truncated
+PySpark/Java is missing, 1 a bad --out. --validate adds findings of kind "unexplained" (a group's
+history no behaviour of the bounded spec model writes), which do not change the exit code: the
+model is bounded, so they are not proof of a violation. Damaged content (binary garbage, huge lines, truncated
 gzip) is counted and reported, never an error.
 """
 
@@ -35,6 +37,18 @@ def register(pipeline_app: typer.Typer) -> None:
         rebalance_timeout_ms: Annotated[
             int, typer.Option("--rebalance-timeout-ms", help="For the stuck-in-CompletingRebalance warning.")
         ] = 300_000,
+        validate: Annotated[
+            bool,
+            typer.Option(
+                "--validate",
+                help="Also ask TLC whether a spec behaviour explains each group's history "
+                "(explained / unexplained at event N / too long).",
+            ),
+        ] = False,
+        validate_timeout: Annotated[
+            float | None,
+            typer.Option("--validate-timeout", help="Seconds per TLC run (one per model shape in each Spark task)."),
+        ] = None,
         json_output: JsonOption = False,
     ) -> None:
         """Parse broker logs, rebuild each group's history, report violations and known bug patterns."""
@@ -68,6 +82,8 @@ def register(pipeline_app: typer.Typer) -> None:
                     out,
                     CheckConfig(rebalance_timeout_ms=rebalance_timeout_ms),
                     progress=lambda text: err.print(f"[dim]{text}[/dim]"),
+                    validate=validate,
+                    validate_timeout=validate_timeout,
                 )
         except SparkMissing as exc:
             err.print(str(exc))
@@ -88,6 +104,11 @@ def register(pipeline_app: typer.Typer) -> None:
             + f"; {summary['groups']} groups, {summary['violations']} violations, {summary['warnings']} warnings; "
             f"{summary['understood']:.1%} of coordinator entries understood; {out / 'timeline.html'}"
         )
+        if "validation" in summary:
+            counts = summary["validation"]["counts"]
+            print(
+                "validation: " + ", ".join(f"{counts.get(k, 0)} {k}" for k in ("explained", "unexplained", "too long"))
+            )
         if json_output:
             keys = ("files", "lines", "events", "unparsed", "groups", "findings")
             print(json.dumps({k: summary[k] for k in keys}))

@@ -47,7 +47,7 @@ def _bar(history: GroupHistory, findings: Sequence[Finding], start: int, span: i
         if mark is None or not start <= mark <= end:
             continue
         x = (mark - start) * _WIDTH / span
-        colour = "#d9534f" if finding.kind == "violation" else "#8a6d3b"
+        colour = {"violation": "#d9534f", "unexplained": "#31708f"}.get(finding.kind, "#8a6d3b")
         parts.append(
             f'<polygon points="{x - 4:.1f},0 {x + 4:.1f},0 {x:.1f},8" fill="{colour}">'
             f"<title>{html.escape(finding.rule)}: line {finding.line}</title></polygon>"
@@ -97,7 +97,7 @@ def write_page(
     path.write_text(
         "<!doctype html><meta charset=utf-8><title>kgc pipeline logs</title>"
         "<style>body{font-family:sans-serif}td{padding:2px 6px}.violation{color:#a94442}"
-        ".warning{color:#8a6d3b}</style>"
+        ".warning{color:#8a6d3b}.unexplained{color:#31708f}</style>"
         f"<h1>Coordinator logs: {summary.get('groups', 0)} groups, {summary.get('violations', 0)} violations, "
         f"{summary.get('warnings', 0)} warnings</h1>"
         f"<p>{summary.get('files', 0)} files, {summary.get('lines', 0)} lines: {html.escape(cats)}</p>"

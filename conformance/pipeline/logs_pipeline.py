@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from kgc.conformance.pipeline.logs_formats import FIELDS
 from kgc.conformance.pipeline.logs_history import CheckConfig, Event, Finding, GroupHistory, check_group
 from kgc.conformance.pipeline.logs_parse import InputFile, expand_inputs, parse_logs
+from kgc.conformance.pipeline.logs_validate import GroupVerdict, validate_groups, verdict_finding
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -30,6 +31,7 @@ class LogsOutcome:
     findings: list[Finding] = field(default_factory=list)
     groups: list[GroupHistory] = field(default_factory=list)
     input_errors: list[str] = field(default_factory=list)
+    verdicts: list[GroupVerdict] = field(default_factory=list)
 
     @property
     def violations(self) -> int:
@@ -82,14 +84,25 @@ def _check_one(item: tuple[str, Iterable[Any]], config: CheckConfig) -> tuple[li
     return check_group(group, events, config)
 
 
+def _validate_batch(rows: Iterable[Any], timeout: float | None) -> list[GroupVerdict]:
+    """One Spark task's groups, validated in one TLC run (its own run directory, metadir and
+    tmpdir under a temporary folder): JVM and SANY start-up are paid once per batch."""
+    groups = [(row["group"], sorted((_to_event(r) for r in row["events"]), key=_order)) for row in rows]
+    return validate_groups(groups, timeout=timeout) if groups else []
+
+
 def run_logs(
     spark: SparkSession,
     inputs: Sequence[str],
     out: Path,
     config: CheckConfig = CheckConfig(),
     progress: Any = None,
+    validate: bool = False,
+    validate_timeout: float | None = None,
 ) -> LogsOutcome:
-    """The whole pipeline; raises nothing for bad input (it is reported in the outcome)."""
+    """The whole pipeline; raises nothing for bad input (it is reported in the outcome). With
+    `validate`, TLC also says of each group whether a spec behaviour explains its history
+    (logs_validate), as findings of kind "unexplained" and the summary's `validation`."""
     from pyspark.sql import functions as F
 
     def say(text: str) -> None:
@@ -114,25 +127,59 @@ def run_logs(
     say("checking group histories")
     cfg = config
     # The JVM groups the events (a shuffle of small rows); Python sees one row per group.
-    checked = (
+    grouped = (
         events.filter(F.col("group") != "")
         .groupBy("group")
         .agg(F.collect_list(F.struct(*events.columns)).alias("events"))
-        .rdd.map(lambda row: _check_one((row["group"], row["events"]), cfg))
-        .collect()
     )
+    if validate:
+        grouped = grouped.persist()
+    checked = grouped.rdd.map(lambda row: _check_one((row["group"], row["events"]), cfg)).collect()
+    verdicts: list[GroupVerdict] = []
+    if validate:
+        say("validating group histories with TLC")
+        budget = validate_timeout
+        batches = max(1, min(spark.sparkContext.defaultParallelism, len(checked)))
+        verdicts = sorted(
+            grouped.rdd.coalesce(batches).mapPartitions(lambda rows: _validate_batch(rows, budget)).collect(),
+            key=lambda v: v.group,
+        )
+        grouped.unpersist()
     events.unpersist()
-    findings = sorted((f for fs, _ in checked for f in fs), key=lambda f: (f.file, f.line, f.rule))
+    unexplained = [f for f in map(verdict_finding, verdicts) if f is not None]
+    findings = sorted([f for fs, _ in checked for f in fs] + unexplained, key=lambda f: (f.file, f.line, f.rule))
     histories = sorted((h for _, h in checked), key=lambda h: h.group)
     _write_tables(spark, out, findings, histories)
     counts = parsed.counts
     summary = _summary(files, counts, sum(parsed.per_file_lines.values()), findings, histories, errors)
     summary["per_file_lines"] = parsed.per_file_lines
+    if validate:
+        summary["validation"] = _validation_summary(verdicts)
     _write_json(out, summary)
     from kgc.conformance.pipeline.logs_page import write_page
 
     write_page(out / "timeline.html", summary, findings, histories)
-    return LogsOutcome(summary, findings, histories, errors)
+    return LogsOutcome(summary, findings, histories, errors, verdicts)
+
+
+def _validation_summary(verdicts: Sequence[GroupVerdict]) -> dict[str, Any]:
+    counts: dict[str, int] = {}
+    for v in verdicts:
+        counts[v.verdict] = counts.get(v.verdict, 0) + 1
+    return {
+        "counts": counts,
+        "groups": {
+            v.group: {
+                "verdict": v.verdict,
+                "observations": v.observations,
+                "event": v.index or None,
+                "file": v.event.file if v.event else None,
+                "line": v.event.line if v.event else None,
+                "detail": v.detail,
+            }
+            for v in verdicts
+        },
+    }
 
 
 def _summary(

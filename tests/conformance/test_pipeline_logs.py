@@ -202,3 +202,30 @@ def test_a_seeded_bug_coordinators_logs_are_flagged(spark: object, tmp_path: Pat
     violations = [f for f in outcome.findings if f.kind == "violation"]
     assert len(violations) >= 50
     assert {f.rule for f in violations} == {"generation_not_incremented"}
+
+
+def test_validate_explains_the_round_trip_histories(spark: object, tmp_path: Path) -> None:
+    from kgc.conformance.pipeline.logs_roundtrip import replay_with_logs
+
+    replay_with_logs(SCENARIOS, tmp_path / "kgc.log")
+    outcome = run_logs(spark, [str(tmp_path / "kgc.log")], tmp_path / "out", validate=True)  # type: ignore[arg-type]
+    validation = outcome.summary["validation"]
+    assert validation["counts"] == {"explained": len(outcome.groups)}, [
+        (g, v) for g, v in validation["groups"].items() if v["verdict"] != "explained"
+    ]
+    assert sum(v.observations for v in outcome.verdicts) > 400  # every scenario's lines, not a few
+    assert not [f for f in outcome.findings if f.kind == "unexplained"]
+    written = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert written["validation"] == validation
+
+
+def test_validate_does_not_explain_a_seeded_bug_coordinators_logs(spark: object, tmp_path: Path) -> None:
+    from kgc.conformance.pipeline.logs_roundtrip import replay_with_logs
+    from kgc.conformance.seeded_bugs import coordinator_class
+
+    replay_with_logs(SCENARIOS, tmp_path / "bug.log", coordinator_class("generation_not_bumped"))
+    outcome = run_logs(spark, [str(tmp_path / "bug.log")], tmp_path / "out", validate=True)  # type: ignore[arg-type]
+    unexplained = [f for f in outcome.findings if f.kind == "unexplained"]
+    assert unexplained and {f.rule for f in unexplained} == {"not_a_spec_behaviour"}
+    verdict = outcome.summary["validation"]["groups"]["g"]
+    assert verdict["verdict"] == "unexplained" and "stabilized" in verdict["detail"] + unexplained[0].message
