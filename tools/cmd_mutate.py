@@ -6,7 +6,7 @@ run through conformance/mutate_run.py (one subprocess per mutant and detector, a
 each, --jobs mutants at a time). Prints one line per mutant as it finishes, then the kill rate
 per detector and for all of them together, and writes a markdown page of the survivors with
 their diffs (--page). Exit 0 when it ran (the scores are the result, not a verdict), 1 for bad
-usage, 21 when a detector fails on the unmutated code (its verdicts would mean nothing).
+usage, 27 when a detector fails on the unmutated code (its verdicts would mean nothing).
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def mutate_command(
             typer.echo(f"baseline {det}: {outcome} in {took:.0f} s", err=True)
             if outcome != "survived":
                 typer.echo(f"kgc mutate: error: {det} fails on the unmutated code: {last}", err=True)
-                raise typer.Exit(int(ExitCode.TLC_ERROR))
+                raise typer.Exit(int(ExitCode.BASELINE_FAILED))
 
         mutants = sample_mutants(mods, sample, seed)
         done = [0]

@@ -24,6 +24,9 @@
                                                           kgc kafka start (reference/kafka-broker)
     26    Kafka broker failed                             kgc kafka start: the broker exited or
                                                           did not answer in time (log file named)
+    27    mutation baseline failed                        kgc mutate: a detector fails on the
+                                                          unmutated code (its kills would mean
+                                                          nothing)
 
 Assert failures count as safety violations (10) although TLC exits 75 for them: in this spec
 an Assert states a property of the protocol, not a bug in the model.
@@ -51,6 +54,7 @@ class ExitCode(IntEnum):
     JAR_MISSING = 24
     REFERENCE_MISSING = 25
     BROKER_FAILED = 26
+    BASELINE_FAILED = 27
 
 
 _BY_OUTCOME: dict[Outcome, ExitCode] = {

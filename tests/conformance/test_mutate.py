@@ -83,3 +83,20 @@ def test_an_unknown_module_is_a_one_line_usage_error() -> None:
     )
     assert out.returncode == 1
     assert out.stderr.strip().count("\n") == 0 and "nosuch" in out.stderr
+
+
+def test_a_detector_failing_on_the_unmutated_code_stops_the_run_with_its_own_exit_code() -> None:
+    """Kills against a detector that already fails would mean nothing: kgc mutate stops before
+    the first mutant, exit 27 (not TLC_ERROR's 21: nothing to do with TLC)."""
+    import os
+
+    env = dict(os.environ, KGC_IMPL_BUG="two_leaders")  # replay's baseline fails on a seeded-bug coordinator
+    out = subprocess.run(
+        [sys.executable, "-m", "kgc.tools.entry", "mutate", "--detectors", "replay", "--sample", "1"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert out.returncode == 27, out.stderr[-2000:]
+    assert "replay fails on the unmutated code" in out.stderr
+    assert "[1/1]" not in out.stderr
