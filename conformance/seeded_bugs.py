@@ -346,6 +346,40 @@ class StaticReplaceNotStored(GroupCoordinator):
             self.store = real
 
 
+class StaticReplaceKeepsOldMember(GroupCoordinator):
+    """replaceStaticMember moves the MemberMetadata to the new member id but leaves the old id
+    in the group beside it (the spec's bug_static_replace_keeps_old_member): two members carry
+    one group.instance.id, the old one a zombie whose session timer still runs
+    (OneOwnerPerInstanceId)."""
+
+    def _update_static_member_and_rebalance(
+        self, group: GroupMetadata, old_member_id: str, new_member_id: str, group_instance_id: str, *rest: object
+    ) -> None:
+        old = group.get(old_member_id)
+        super()._update_static_member_and_rebalance(
+            group,
+            old_member_id,
+            new_member_id,
+            group_instance_id,
+            *rest,  # type: ignore[arg-type]
+        )
+        if group.has(new_member_id) and not group.has(old_member_id):
+            zombie = MemberMetadata(
+                old_member_id,
+                group_instance_id,
+                old.client_id,
+                old.client_host,
+                old.rebalance_timeout_ms,
+                old.session_timeout_ms,
+                old.protocol_type,
+                old.protocols,
+                old.assignment,
+            )
+            zombie.is_new = old.is_new
+            group.members[old_member_id] = zombie  # the seeded defect: the old id stays
+            group._inc_supported_protocols(zombie)
+
+
 class CommitFromUnknownMemberAccepted(GroupCoordinator):
     """doCommitOffsets without the member check (group.has(memberId)): a consumer that was
     removed (its session expired) commits with the generation the group still has while it
@@ -489,6 +523,7 @@ BUGS: dict[str, type[GroupCoordinator]] = {
     "leader_given_stale_members": LeaderGivenStaleMembers,
     "pending_leave_rebalances": PendingLeaveRebalances,
     "static_replace_not_stored": StaticReplaceNotStored,
+    "static_replace_keeps_old_member": StaticReplaceKeepsOldMember,
     "commit_from_unknown_member_accepted": CommitFromUnknownMemberAccepted,
 }
 

@@ -122,7 +122,7 @@ def test_record_refuses_a_normalize_model(small_traces: Path, tmp_path: Path) ->
 #: caught on other traces: leader_given_stale_members needs a rebalance that drops a member the
 #: leader then still assigns to, which the timeouts model's traces reach (see below)
 TIMEOUTS_TRACES = {"leader_given_stale_members"}  # caught on `timeouts` traces
-STATIC_TRACES = {"static_replace_not_stored"}  # caught on `static_fencing` traces (static clients)
+STATIC_TRACES = {"static_replace_not_stored", "static_replace_keeps_old_member"}  # on `static_fencing` traces
 TRAP_TRACES = {"commit_from_unknown_member_accepted"}  # caught on a trace TLC steers to (below)
 OTHER_TRACES = TIMEOUTS_TRACES | STATIC_TRACES | TRAP_TRACES
 
@@ -269,6 +269,13 @@ def test_static_member_traces_conform(model: str, tmp_path: Path) -> None:
         # Stable member: static_fencing's traces reach it, static's 60-state ones rarely do)
         missed = conform([tmp_path / "traces"], coordinator_class("static_replace_not_stored"), stop_at_first=True)
         assert missed.first_divergence is not None, "static_replace_not_stored went unnoticed"
+        # replaceStaticMember leaving the old member id beside the new one (the spec's
+        # bug_static_replace_keeps_old_member, OneOwnerPerInstanceId): the first replacement
+        # of the static member diverges (members hold both ids)
+        kept = conform([tmp_path / "traces"], coordinator_class("static_replace_keeps_old_member"), stop_at_first=True)
+        d = kept.first_divergence
+        assert d is not None, "static_replace_keeps_old_member went unnoticed"
+        assert d.divergence.variable == "members" and d.divergence.action.startswith("JoinGroup"), str(d.divergence)
 
 
 def test_static_member_removed_by_instance_id_conforms_and_validates(tmp_path: Path) -> None:

@@ -241,6 +241,9 @@ NOT_ON_DEFAULT_MODEL = {
     "leader_given_stale_members",
     # a static member replaced in Stable: needs static clients (test_mbt, static model)
     "static_replace_not_stored",
+    # a static member replaced while the old id stays: needs static clients (test_mbt,
+    # static_fencing model; test_validate on static random runs)
+    "static_replace_keeps_old_member",
     # a consumer that commits after its session expired, before the rebalance completes: test_mbt
     # on a trace TLC is steered to, test_validate on commit-weighted random runs
     "commit_from_unknown_member_accepted",
