@@ -503,31 +503,6 @@ SCENARIO_ONLY_BUGS: dict[str, type[GroupCoordinator]] = {
     "loading_window_ignored": LoadingWindowIgnored,
 }
 
-#: name -> coordinator class with that one defect ("none": the real one)
-BUGS: dict[str, type[GroupCoordinator]] = {
-    "none": GroupCoordinator,
-    "sync_in_preparing_rebalance": SyncInPreparingRebalance,
-    "sync_answered_in_preparing_rebalance": SyncAnsweredInPreparingRebalance,
-    "heartbeat_rebalances_stable": HeartbeatRebalancesStable,
-    "empty_generation_reset": EmptyGenerationReset,
-    "no_max_size_check": NoMaxSizeCheck,
-    "remove_without_join_callback": RemoveWithoutJoinCallback,
-    "leave_keeps_session_timer": LeaveKeepsSessionTimer,
-    "last_leave_no_rebalance": LastLeaveNoRebalance,
-    "rebalance_rollback": RebalanceRollback,
-    "generation_not_bumped": GenerationNotBumped,
-    "leader_not_reassigned": LeaderNotReassigned,
-    "session_expiry_keeps_member": SessionExpiryKeepsMember,
-    "rebalance_timeout_keeps_member": RebalanceTimeoutKeepsMember,
-    "two_leaders": TwoLeaders,
-    "leader_given_stale_members": LeaderGivenStaleMembers,
-    "pending_leave_rebalances": PendingLeaveRebalances,
-    "static_replace_not_stored": StaticReplaceNotStored,
-    "static_replace_keeps_old_member": StaticReplaceKeepsOldMember,
-    "commit_from_unknown_member_accepted": CommitFromUnknownMemberAccepted,
-}
-
-
 # -- faults the protocol cannot see: the coordinator behaves as Kafka's does, but records an
 # -- internal error (or answers a request twice). Every detector reads the coordinator's fault
 # -- counters (conformance/faults.py); no state or response differs, so nothing else finds them.
@@ -547,8 +522,9 @@ class SwallowedRemovalError(GroupCoordinator):
 
 
 # -- implementation twins of the spec's liveness bugs (spec/models/bug_NAME.cfg): each makes a
-# -- wait unbounded, which only the timed liveness of the Hypothesis machine
-# -- (conformance/timed_liveness.py) checks on the implementation.
+# -- wait unbounded, which the timed liveness of the Hypothesis machine
+# -- (conformance/timed_liveness.py) checks on the implementation; conform and validate see the
+# -- step where the wait should have ended (or the timer it should have set) differ from the spec.
 
 
 class RebalanceTimeoutWaitsForAll(GroupCoordinator):
@@ -603,12 +579,39 @@ class PropagateNoHeartbeatReschedule(GroupCoordinator):
             group.maybe_invoke_sync_callback(member, result)
 
 
-#: implementation twins of the spec's liveness bugs (kept out of BUGS: conform, validate and
-#: the pipeline's signature-action tests do not run them yet)
+#: implementation twins of the spec's liveness bugs: each also moves a timer or a state away from
+#: the spec's (a DelayedJoin that should have completed, a DelayedSync never scheduled, a session
+#: timer not restarted), so conform and validate catch them as a step mismatch, fuzz as a
+#: timed-liveness violation
 LIVENESS_BUGS: dict[str, type[GroupCoordinator]] = {
     "rebalance_timeout_waits_for_all": RebalanceTimeoutWaitsForAll,
     "no_delayed_sync": NoDelayedSync,
     "propagate_no_heartbeat_reschedule": PropagateNoHeartbeatReschedule,
+}
+
+#: name -> coordinator class with that one defect ("none": the real one)
+BUGS: dict[str, type[GroupCoordinator]] = {
+    "none": GroupCoordinator,
+    "sync_in_preparing_rebalance": SyncInPreparingRebalance,
+    "sync_answered_in_preparing_rebalance": SyncAnsweredInPreparingRebalance,
+    "heartbeat_rebalances_stable": HeartbeatRebalancesStable,
+    "empty_generation_reset": EmptyGenerationReset,
+    "no_max_size_check": NoMaxSizeCheck,
+    "remove_without_join_callback": RemoveWithoutJoinCallback,
+    "leave_keeps_session_timer": LeaveKeepsSessionTimer,
+    "last_leave_no_rebalance": LastLeaveNoRebalance,
+    "rebalance_rollback": RebalanceRollback,
+    "generation_not_bumped": GenerationNotBumped,
+    "leader_not_reassigned": LeaderNotReassigned,
+    "session_expiry_keeps_member": SessionExpiryKeepsMember,
+    "rebalance_timeout_keeps_member": RebalanceTimeoutKeepsMember,
+    "two_leaders": TwoLeaders,
+    "leader_given_stale_members": LeaderGivenStaleMembers,
+    "pending_leave_rebalances": PendingLeaveRebalances,
+    "static_replace_not_stored": StaticReplaceNotStored,
+    "static_replace_keeps_old_member": StaticReplaceKeepsOldMember,
+    "commit_from_unknown_member_accepted": CommitFromUnknownMemberAccepted,
+    **LIVENESS_BUGS,
 }
 
 #: bugs that only the coordinator's fault counters show

@@ -224,6 +224,11 @@ BUG_ACTIONS = {
         "JoinGroupUnknownMember", "JoinGroupPendingMember", "JoinGroupKnownMember", "LeaveGroup",
         "SessionTimeoutExpiry", "NewMemberJoinTimeout", "DelayedSyncExpiry",
     },
+    # the liveness twins: the DelayedJoin that keeps waiting, the DelayedSync never scheduled,
+    # the session timers propagateAssignment does not restart
+    "rebalance_timeout_waits_for_all": {"RebalanceTimeout"},
+    "no_delayed_sync": {"InitialDelayedJoin", "RebalanceTimeout"},
+    "propagate_no_heartbeat_reschedule": {"SyncGroupLeader", "DelayedSyncExpiry"},
 }  # fmt: skip
 
 #: Seeded bugs the default model's short traces and random runs never reach, with where they are caught.

@@ -15,7 +15,7 @@ import pytest
 
 from kgc.conformance.recorded_trace import read_trace, write_trace
 from kgc.conformance.recorder import RANDOM_RUN_CONSTANTS, RunRecorder, random_run, record_scenario_file
-from kgc.conformance.seeded_bugs import BUGS, coordinator_class
+from kgc.conformance.seeded_bugs import BUGS, LIVENESS_BUGS, coordinator_class
 from kgc.conformance.validate import validate_traces
 from kgc.spec.values import ModelValue, Record
 from kgc.tools.cli import main
@@ -39,6 +39,10 @@ SEEDED = (
     "rebalance_timeout_keeps_member",
     "leader_given_stale_members",
     "commit_from_unknown_member_accepted",
+    # the liveness twins (seeded_bugs.LIVENESS_BUGS): the step that should have ended a wait
+    "rebalance_timeout_waits_for_all",
+    "no_delayed_sync",
+    "propagate_no_heartbeat_reschedule",
 )
 
 #: Bugs met only by consumers that commit offsets: their runs draw OffsetCommits, often, and
@@ -133,14 +137,18 @@ def test_random_runs_with_offset_commits_are_behaviours_of_the_spec():
 
 @pytest.fixture(scope="module")
 def bug_report():
-    """Ten runs of each seeded-bug coordinator, checked in one TLC batch (the commit bugs'
-    runs in a batch of their own: a batch diagnoses its first 50 failures only)."""
-    traces = [
-        random_run(RANDOM_RUN_CONSTANTS, 40, seed, coordinator_class=BUGS[bug], name=f"{bug}/{seed}")
-        for bug in SEEDED
-        if bug not in COMMIT_BUGS
-        for seed in range(10)
-    ]
+    """Ten runs of each seeded-bug coordinator, checked in one TLC batch (the commit bugs' and
+    the liveness twins' runs in batches of their own: a batch diagnoses its first 50 failures
+    only)."""
+    traces, liveness = (
+        [
+            random_run(RANDOM_RUN_CONSTANTS, 40, seed, coordinator_class=BUGS[bug], name=f"{bug}/{seed}")
+            for bug in SEEDED
+            if bug not in COMMIT_BUGS and (bug in LIVENESS_BUGS) == twins
+            for seed in range(10)
+        ]
+        for twins in (False, True)
+    )
     committing = [
         random_run(
             RANDOM_RUN_CONSTANTS,
@@ -155,7 +163,7 @@ def bug_report():
         for seed in range(30)
     ]
     verdicts = []
-    for batch in (traces, committing):
+    for batch in (traces, committing, liveness):
         report = validate_traces(batch)
         assert not report.errors
         verdicts += report.verdicts
@@ -209,6 +217,55 @@ def test_validate_catches_static_seeded_bug(static_report, bug):
     failed = [v for v in report.verdicts if v.name.startswith(bug + "/") and not v.matched]
     assert failed, f"no run of {bug} was caught"
     assert failed[0].failed_step >= 1 and failed[0].diffs
+
+
+#: A new member's join timeout (2) shorter than the rebalance timeout (4): a member whose
+#: JoinGroup is parked in a rebalance that waits for others times out and is removed
+#: (removeMemberAndUpdateGroup answers its JoinGroup first), which RANDOM_RUN_CONSTANTS (join
+#: timeout 6, rebalance 2) never line up.
+JOIN_TIMEOUT_CONSTANTS = replace(RANDOM_RUN_CONSTANTS, rebalance=4, new_member_timeout=2)
+#: Seeded implementation bugs that random runs under JOIN_TIMEOUT_CONSTANTS reach.
+JOIN_TIMEOUT_SEEDED = ("remove_without_join_callback",)
+
+
+@pytest.fixture(scope="module")
+def join_timeout_report():
+    """Ten random runs of the real coordinator and twenty of each JOIN_TIMEOUT_SEEDED bug under
+    JOIN_TIMEOUT_CONSTANTS, in one TLC batch."""
+    traces = [random_run(JOIN_TIMEOUT_CONSTANTS, 40, seed, name=f"join-timeout/{seed}") for seed in range(10)]
+    traces += [
+        random_run(JOIN_TIMEOUT_CONSTANTS, 40, seed, coordinator_class=coordinator_class(bug), name=f"{bug}/{seed}")
+        for bug in JOIN_TIMEOUT_SEEDED
+        for seed in range(20)
+    ]
+    report = validate_traces(traces)
+    assert not report.errors
+    return traces, report
+
+
+def test_random_runs_with_join_timeouts_inside_rebalances_are_behaviours_of_the_spec(join_timeout_report):
+    traces, report = join_timeout_report
+    runs = [v for v in report.verdicts if v.name.startswith("join-timeout/")]
+    assert len(runs) == 10
+    failed = [v.line() for v in runs if not v.matched]
+    assert not failed, "\n".join(failed)
+    # the join timeout fired inside a rebalance (the member removed with its JoinGroup parked)
+    inside = [
+        a
+        for t in traces
+        if t.name.startswith("join-timeout/")
+        for a, b in zip(t.states, t.states[1:])
+        if b["lastAction"]["name"] == "NewMemberJoinTimeout" and a["gstate"] == "PreparingRebalance"
+    ]
+    assert inside
+
+
+@pytest.mark.parametrize("bug", JOIN_TIMEOUT_SEEDED)
+def test_validate_catches_join_timeout_seeded_bug(join_timeout_report, bug):
+    _, report = join_timeout_report
+    failed = [v for v in report.verdicts if v.name.startswith(bug + "/") and not v.matched]
+    assert failed, f"no run of {bug} was caught"
+    assert failed[0].failed_step >= 1 and (failed[0].diffs or "not enabled" in failed[0].reason)
 
 
 def _simple_trace():
