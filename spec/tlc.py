@@ -43,6 +43,7 @@ __all__ = [
     "locate_jar",
     "locate_java",
     "make_run_dir",
+    "parent_death_prefix",
     "run_tlc",
     "stop_all_tlc",
 ]
@@ -176,6 +177,16 @@ def tlc_command(job: TlcJob, java: Path, jar: Path, run_dir: Path) -> list[str]:
     return command
 
 
+def parent_death_prefix() -> list[str]:
+    """A command prefix that makes the child get SIGTERM when this process dies, even by SIGKILL
+    when no `finally` runs (a Spark driver killed while its worker's TLC runs: the worker dies,
+    TLC, in its own session, would run on orphaned). util-linux's setpriv sets the parent-death
+    signal and execs the command, so the pid stays the child's. The signal comes when the
+    forking *thread* ends; run_tlc waits in that thread. Without setpriv, nothing is added."""
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "TERM"] if setpriv else []
+
+
 def _copy_spec(job: TlcJob, spec_dir: Path) -> None:
     spec_dir.mkdir(parents=True)
     for source in (job.module, job.config, *job.modules):
@@ -299,7 +310,7 @@ def run_tlc(
         # still kills the group.
         started = time.monotonic()
         proc = subprocess.Popen(
-            command,
+            [*parent_death_prefix(), *command],
             cwd=spec_dir,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,  # JVM errors belong in the same ordered stream

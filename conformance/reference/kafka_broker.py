@@ -26,6 +26,7 @@ from pathlib import Path
 from types import TracebackType
 
 from kgc.conformance.reference.kafka_coordinator import MAVEN_HINT, ReferenceMissingError
+from kgc.spec.tlc import parent_death_prefix
 
 __all__ = [
     "PID_FILE",
@@ -286,11 +287,9 @@ class KafkaBroker:
 
     def _parent_death_prefix(self) -> list[str]:
         """With die_with_parent, the JVM gets SIGTERM when this process dies, even by SIGKILL, when
-        no `finally` runs (a test run killed by a CI timeout): util-linux's setpriv sets the
-        parent-death signal and execs java, so the pid stays the JVM's. Without setpriv on PATH
-        the broker is stopped by the usual paths only."""
-        setpriv = shutil.which("setpriv") if self.die_with_parent else None
-        return [setpriv, "--pdeathsig", "TERM"] if setpriv else []
+        no `finally` runs (a test run killed by a CI timeout); see kgc.spec.tlc.parent_death_prefix.
+        Without setpriv on PATH the broker is stopped by the usual paths only."""
+        return parent_death_prefix() if self.die_with_parent else []
 
     def _wait_until_answering(self, timeout: float) -> None:
         assert self.proc is not None

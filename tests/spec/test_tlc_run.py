@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -81,6 +84,48 @@ def test_timeout_kills_tlc_and_keeps_partial_output(tmp_path: Path) -> None:
     assert "@!@!@ENDMSG 2262 @!@!@" in (tmp_path / "tlc.out").read_text()  # what TLC printed is kept
     assert not (tmp_path / "states").exists()  # hundreds of MB after a minute of this model
     assert not processes_mentioning(str(tmp_path))
+
+
+_RUN_FOREVER = """
+import sys
+from pathlib import Path
+from kgc.spec.catalog import resolve_model
+from kgc.spec.tlc import TlcJob, run_tlc
+found = resolve_model("Forever", Path(sys.argv[1]))
+run_tlc(TlcJob(module=found.module, config=found.config, modules=found.modules), Path(sys.argv[2]))
+"""
+
+
+def _wait_for(condition: object, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():  # type: ignore[operator]
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def test_tlc_dies_with_a_parent_killed_by_sigkill(tmp_path: Path) -> None:
+    """A SIGKILLed parent runs no `finally`: TLC (in its own session) must still end, as when a
+    Spark driver is killed while a worker's TLC runs (pipeline logs --validate). The kill comes
+    after TLC's first progress report: the next is a minute later, and until TLC writes to its
+    closed pipe nothing else would stop it (killed during start-up, its next message does)."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    parent = subprocess.Popen([sys.executable, "-c", _RUN_FOREVER, str(SPEC), str(run_dir)])
+    try:
+        out = run_dir / "tlc.out"
+        exploring = lambda: out.exists() and "@!@!@ENDMSG 2200 @!@!@" in out.read_text()  # noqa: E731
+        assert _wait_for(exploring, 120), "TLC did not report progress"
+        # TLC's command line names the run folder (-metadir); so does nothing else.
+        tlc = processes_mentioning(str(run_dir))
+        parent.kill()
+        parent.wait()
+        assert _wait_for(lambda: not processes_mentioning(str(run_dir)), 20), f"TLC {tlc} outlived its parent by 20 s"
+    finally:
+        parent.kill()
+        for pid in processes_mentioning(str(run_dir)):
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_java_from_path_or_java_home(tmp_path: Path) -> None:
