@@ -94,6 +94,8 @@ REPORT_ORDER: tuple[str, ...] = (
     "minstance",
     "storeStatic",
     "loading",
+    "protocol",
+    "mprotocols",
     "cphase",
     "cmember",
     "cgen",

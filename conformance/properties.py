@@ -42,6 +42,7 @@ __all__ = [
     "TypeOK",
     "OneOwnerPerInstanceId",
     "MemberIdSurvivesReload",
+    "SelectedProtocolSupportedByAllMembers",
 ]
 
 State = Mapping[str, Any]
@@ -501,6 +502,23 @@ def OneOwnerPerInstanceId(s: State, k: Constants) -> list[str]:
     return bad
 
 
+def SelectedProtocolSupportedByAllMembers(s: State, k: Constants) -> list[str]:
+    """A formed generation's protocol is one every member supports: the leader runs that
+    assignor and every member decodes its assignment (selectProtocol votes among
+    candidateProtocols; supportsProtocols turns away a member with none in common)."""
+    if not _live(s) or _get(s, "gstate") not in ("CompletingRebalance", "Stable") or "protocol" not in s:
+        # a state without the protocol variables (recorded before they existed) selects none
+        return []
+    protocol, supported = _get(s, "protocol"), _get(s, "mprotocols")
+    if protocol == "":
+        return [f"{s['gstate']} with no protocol selected"]
+    return [
+        f"member {m} does not support {protocol!r} (it sent {list(supported[m - 1])})"
+        for m in sorted(_get(s, "members"))
+        if protocol not in supported[m - 1]
+    ]
+
+
 def MemberIdSurvivesReload(s: State, k: Constants) -> list[str]:
     """Every member of the Stable, stored generation that a client holds is in the store (with
     its instance id): a reload restores exactly the store."""
@@ -557,6 +575,7 @@ INVARIANTS: dict[str, StateProperty] = {
     "OneSessionTimerPerMember": OneSessionTimerPerMember,
     "OneOwnerPerInstanceId": OneOwnerPerInstanceId,
     "MemberIdSurvivesReload": MemberIdSurvivesReload,
+    "SelectedProtocolSupportedByAllMembers": SelectedProtocolSupportedByAllMembers,
 }
 
 #: Properties Kafka 3.x itself does not have (spec/models/finding_*.cfg): checked only when

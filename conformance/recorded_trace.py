@@ -51,6 +51,13 @@ class TraceConstants:
     #: the spec's Instances: each group.instance.id as the sorted clients configured with it
     #: (a trace's static clients); TLC checks a batch under one Instances constant
     instances: tuple[tuple[str, ...], ...] = ()
+    #: (client, protocol names most preferred first) of clients sending other protocols than
+    #: the one "range" (the spec's ProtocolsOf overridden)
+    client_protocols: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def protocol_order(self) -> tuple[str, ...]:
+        """The spec's ProtocolOrder for this trace: every name in use, ascending."""
+        return tuple(sorted({"range"} | {p for _, ps in self.client_protocols for p in ps}))
 
     def batch_key(self) -> tuple[Any, ...]:
         """Traces with equal keys can share one TLC run (ids, clients and failovers merge)."""
@@ -65,6 +72,7 @@ class TraceConstants:
             self.min_session,
             self.max_session,
             self.instances,
+            self.client_protocols,
         )
 
 
@@ -138,6 +146,9 @@ def read_trace(path: Path) -> RecordedTrace:
         consts["clients"] = tuple(consts["clients"])
         consts["client_timeouts"] = tuple((str(c), int(s), int(r)) for c, s, r in consts.get("client_timeouts", ()))
         consts["instances"] = tuple(tuple(str(c) for c in i) for i in consts.get("instances", ()))
+        consts["client_protocols"] = tuple(
+            (str(c), tuple(str(p) for p in ps)) for c, ps in consts.get("client_protocols", ())
+        )
         constants = TraceConstants(**consts)
         model_values = set(meta.get("modelValues", []))
     except (KeyError, TypeError, ValueError) as err:

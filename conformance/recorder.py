@@ -35,6 +35,7 @@ from typing import Any
 
 from kgc.conformance.abstraction import (
     GROUP_ID,
+    PROTOCOL_NAME,
     AbstractionError,
     SpecConstants,
     StepResult,
@@ -386,6 +387,7 @@ class RunRecorder:
             ms_per_unit=k.ms_per_unit,
             store_async=k.store_async,
             instances=k.instances,
+            client_protocols=k.client_protocols,
         )
 
     def trace(self) -> RecordedTrace:
@@ -614,7 +616,10 @@ def scenario_constants(scenario: Any) -> tuple[SpecConstants, str]:
     joins = [s for s in scenario.steps if isinstance(s, Join)]
     cfg = scenario.config
     valid = [j for j in joins if cfg.min_session_timeout_ms <= j.session_timeout_ms <= cfg.max_session_timeout_ms]
-    first = valid[0] if valid else joins[0] if joins else None
+    # the main group is the first modelled join's (a join with another protocol type or no
+    # protocols is answered INCONSISTENT_GROUP_PROTOCOL and may be a group of its own)
+    modelled = [j for j in valid if _join_unmodelled(j) is None]
+    first = modelled[0] if modelled else valid[0] if valid else joins[0] if joins else None
     group = first.group if first is not None else GROUP_ID
     session = first.session_timeout_ms if first else 10000
     rebalance = first.rebalance_timeout_ms if first else session
@@ -630,12 +635,17 @@ def scenario_constants(scenario: Any) -> tuple[SpecConstants, str]:
         for c, j in fresh
         if (j.session_timeout_ms, j.rebalance_timeout_ms) != (session, rebalance)
     )
+    # each client keeps that join's protocol names (the spec's ProtocolsOf)
+    client_protocols = tuple(
+        (c, names) for c, j in fresh for names in [tuple(p[0] for p in j.protocols)] if names != (PROTOCOL_NAME,)
+    )
     by_instance: dict[str, list[str]] = {}
     for c, j in fresh:
         if j.instance is not None:
             by_instance.setdefault(j.instance, []).append(c)
     return SpecConstants(
         client_timeouts=client_timeouts,
+        client_protocols=client_protocols,
         clients=tuple(c for c, _ in fresh) or ("c1",),
         num_ids=max(1, unknown),
         session=session // unit,
@@ -673,8 +683,10 @@ def record_scenario(scenario: Any, coordinator_class: type[GroupCoordinator] = G
 
 def _join_unmodelled(step: Any) -> str | None:
     """Why the spec cannot take this JoinGroup whoever sends it, or None."""
-    if step.protocol_type != "consumer" or len(step.protocols) != 1:
-        return "protocol selection"
+    if step.protocol_type != "consumer":
+        return "a protocol type other than consumer"
+    if not step.protocols:
+        return "a JoinGroup with no protocols"
     return None
 
 
@@ -885,6 +897,13 @@ class _ScenarioLifter:
             return "a consumer changing its timeouts"
         return None
 
+    def _protocols_unmodelled(self, step: Any, client: str) -> str | None:
+        """A spec client sends the same protocol names in every JoinGroup (ProtocolsOf);
+        only the metadata may change (the chg flag)."""
+        if tuple(p[0] for p in step.protocols) != self.k.protocols_of(client):
+            return "a consumer changing its protocol names"
+        return None
+
     def join(self, where: str, step: Any, member: str) -> None:
         rec = self.rec
         why = _join_unmodelled(step)
@@ -915,7 +934,7 @@ class _ScenarioLifter:
         if why is not None:
             self._as_outsider(where, step, member, why)
             return
-        why = self._timeouts_unmodelled(step, c)
+        why = self._timeouts_unmodelled(step, c) or self._protocols_unmodelled(step, c)
         if why is not None:
             self._as_outsider(where, step, member, why)
             return

@@ -10,6 +10,7 @@ that spec model, as far as the implementation's code allows.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
@@ -493,6 +494,31 @@ class LoadingWindowIgnored(GroupCoordinator):
         return Errors.NOT_COORDINATOR if error is Errors.COORDINATOR_LOAD_IN_PROGRESS else error
 
 
+class VoteIgnoresCandidates(GroupCoordinator):
+    """initNextGeneration's vote counts each member's first choice, whether every member
+    supports it or not (MemberMetadata.vote without the candidates): a group whose members
+    prefer different protocols may select one a member cannot decode. The spec's twin is
+    Bug = "vote_ignores_candidates" (NextGenerationProtocol); ties go to the least name. A
+    member without the selected protocol reads as empty metadata wherever the coordinator
+    asks for it (Kafka's MemberMetadata.metadata would throw: the defect shows in the group,
+    not as an internal error)."""
+
+    def on_complete_join(self, group: GroupMetadata) -> None:
+        def first_choices() -> str:
+            votes = Counter(m.protocols[0][0] for m in group.members.values())
+            most = max(votes.values())
+            return min(name for name, n in votes.items() if n == most)
+
+        # instance attributes shadow the methods, for these objects only
+        for member in group.members.values():
+            setattr(member, "metadata", lambda p, m=member: dict(m.protocols).get(p, ""))  # noqa: B010
+        setattr(group, "select_protocol", first_choices)  # noqa: B010
+        try:
+            super().on_complete_join(group)
+        finally:
+            delattr(group, "select_protocol")
+
+
 #: bugs in areas the spec does not model yet -> the scenario that catches each
 SCENARIO_ONLY_BUGS: dict[str, type[GroupCoordinator]] = {
     "commit_from_old_generation_accepted": CommitFromOldGenerationAccepted,
@@ -611,6 +637,7 @@ BUGS: dict[str, type[GroupCoordinator]] = {
     "static_replace_not_stored": StaticReplaceNotStored,
     "static_replace_keeps_old_member": StaticReplaceKeepsOldMember,
     "commit_from_unknown_member_accepted": CommitFromUnknownMemberAccepted,
+    "vote_ignores_candidates": VoteIgnoresCandidates,
     **LIVENESS_BUGS,
 }
 

@@ -108,6 +108,8 @@ VAR_TYPES: dict[str, str] = {
     "minstance": "instances",
     "storeStatic": "perinstance",
     "loading": "bool",
+    "protocol": "protocol",
+    "mprotocols": "protocols",
 }
 SPEC_VARIABLES = tuple(VAR_TYPES)
 CLIENT_VALUE_TYPES = {
@@ -378,8 +380,13 @@ class _ViewWriter:
         num_ids: int = 0,
         default_timeouts: tuple[int, int] = (0, 0),
         instances: Sequence[Sequence[str]] = (),
+        protocol_order: Sequence[str] = ("range",),
     ) -> None:
         self.num_ids = num_ids
+        # a protocol name is written as its place in ProtocolOrder (0: NoProtocol): the names
+        # a batch uses need not be string literals of the spec
+        self.protocol_rank = {p: n for n, p in enumerate(protocol_order, start=1)}
+        self.protocol_rank[""] = 0
         self.instances = tuple(tuple(i) for i in instances)
         self.default_timeouts = default_timeouts
         self.shape = shape
@@ -439,6 +446,16 @@ class _ViewWriter:
                 return _tuple(_scalar(vk, by_name.get(c, default), codes, index) for c in names)
 
             return per_client
+        if kind == "protocol":
+            return lambda v: str(self.protocol_rank.get(v, -1))
+        if kind == "protocols":  # mprotocols: per member id, its names' ranks (tuples to TLC)
+            rank = self.protocol_rank
+
+            def names_per_id(v: Any) -> str:
+                lists = list(v) + [("range",)] * (self.num_ids - len(v))
+                return _tuple(_tuple(str(rank.get(p, -1)) for p in ps) for ps in lists)
+
+            return names_per_id
         if kind == "timeouts":  # a function on 1..NumIds of <<session, rebalance>>: a tuple to TLC
 
             def per_member(v: Any) -> str:
@@ -462,9 +479,10 @@ def view_text(
     num_ids: int = 0,
     default_timeouts: tuple[int, int] = (0, 0),
     instances: Sequence[Sequence[str]] = (),
+    protocol_order: Sequence[str] = ("range",),
 ) -> str:
     """TLC's ToString of `View` in the state the run observed."""
-    return _ViewWriter(shape, clients, codes, num_ids, default_timeouts, instances).text(state)
+    return _ViewWriter(shape, clients, codes, num_ids, default_timeouts, instances, protocol_order).text(state)
 
 
 def action_code(state: dict[str, Any], clients: Sequence[str]) -> int:
@@ -505,6 +523,10 @@ def _projection(var: str, shape: _Shape, clients: Sequence[str], instances: Sequ
         return "<<" + ", ".join(f"{var}[{_instance_ident(n)}]" for n in range(1, len(instances) + 1)) + ">>"
     if kind == "instances":
         return "[m_ \\in MemberIds |-> II_(minstance[m_])]"
+    if kind == "protocol":
+        return "PR_(protocol)"
+    if kind == "protocols":
+        return "[m_ \\in MemberIds |-> [i_ \\in DOMAIN mprotocols[m_] |-> PR_(mprotocols[m_][i_])]]"
     if kind == "timers":
         return "PT_(timers)"
     if kind == "writes":
@@ -565,7 +587,10 @@ def build_module(
 
     acts: list[str] = []
     obs: list[str] = []
-    writer = _ViewWriter(shape, clients, codes, consts.num_ids, (consts.session, consts.rebalance), consts.instances)
+    order = consts.protocol_order()
+    writer = _ViewWriter(
+        shape, clients, codes, consts.num_ids, (consts.session, consts.rebalance), consts.instances, order
+    )
     for n, trace in enumerate(traces, start=1):
         last = len(trace.states) if stop_at is None else stop_at[n - 1] + 1
         codes_of = (str(action_code(s, clients)) for s in trace.states[:last])
@@ -593,6 +618,13 @@ def build_module(
         arms = [f"c = {_ident(c)} -> {t[index]}" for t in consts.client_timeouts for c in [t[0]]]
         default = consts.session if index == 1 else consts.rebalance
         lines.append(f"{name}(c) == " + (f"CASE {' [] '.join(arms)} [] OTHER -> {default}" if arms else str(default)))
+    # ProtocolsOf / ProtocolOrder overridden; a protocol name observed as its rank
+    arms = [f"c = {_ident(c)} -> " + _tuple(f'"{p}"' for p in ps) for c, ps in consts.client_protocols]
+    lines.append(
+        "TProtocolsOf(c) == " + (f'CASE {" [] ".join(arms)} [] OTHER -> <<"range">>' if arms else '<<"range">>')
+    )
+    lines.append("TProtocolOrder == " + _tuple(f'"{p}"' for p in order))
+    lines.append('PR_(p) == IF p = "" THEN 0 ELSE Rank(p)')
     if "timers" in shape.variables:
         packed, plain = _packed_fields(shape)
         pack = "0"
@@ -644,6 +676,8 @@ def build_module(
         "    StoreErrors <- AllAppendErrors",
         "    SessionOf <- TSessionOf",
         "    RebalanceOf <- TRebalanceOf",
+        "    ProtocolsOf <- TProtocolsOf",
+        "    ProtocolOrder <- TProtocolOrder",
         "    LoadWindow = TRUE",
     ]
     if consts.instances:  # static members (GroupCoordinator.tla's Instances, overridden)
@@ -865,6 +899,8 @@ _REPORT_ORDER = (
     "minstance",
     "storeStatic",
     "loading",
+    "protocol",
+    "mprotocols",
     "failovers",
     "genMembers",
     "genLeaders",

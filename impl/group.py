@@ -384,14 +384,17 @@ class GroupMetadata:
     def select_protocol(self) -> str:
         """Each member votes for its preferred candidate; most votes wins.
 
-        Ties: Kafka takes whichever its HashMap yields first; here the protocol whose first
-        vote came earliest in member (join) order wins, so the choice is reproducible.
+        Ties: Kafka takes whichever its HashMap yields first (groupBy ... maxBy), which is
+        unspecified; here the least name among the most voted wins, a rule the spec states
+        the same way (GroupCoordinator.tla's SelectProtocol and ProtocolOrder), so the
+        choice is reproducible and does not depend on the order members joined in.
         """
         if not self.members:
             raise ValueError("Cannot select protocol for empty group")
         candidates = self.candidate_protocols()
         votes: Counter[str] = Counter(m.vote(candidates) for m in self.members.values())
-        return max(votes.items(), key=lambda kv: kv[1])[0]
+        most = max(votes.values())
+        return min(name for name, n in votes.items() if n == most)
 
     def supports_protocols(self, member_protocol_type: str, member_protocols: set[str]) -> bool:
         if self.is_(GroupState.Empty):

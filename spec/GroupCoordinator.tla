@@ -4,8 +4,9 @@
 (* core/src/main/scala/kafka/coordinator/group/) and its dynamic-member    *)
 (* clients, for ONE group.  Static membership (group.instance.id) is in   *)
 (* its own section below (model parameters Instances, StaticSkipAssignment, *)
-(* both off by default).  Protocol selection is left out: every member     *)
-(* supports the one protocol, so `supportsProtocols` always holds.         *)
+(* both off by default).  Protocol selection is in its own section        *)
+(* (ProtocolsOf: each client's protocol names in preference order; one      *)
+(* protocol for all unless a model overrides it).                          *)
 (* OffsetCommit is modelled for its fencing only (HandleCommitOffsets: no  *)
 (* offsets are kept, the step's answer is in lastAction).                  *)
 (* Each client sends its own session and rebalance timeouts (SessionOf,    *)
@@ -146,6 +147,24 @@ MaxSession == 1000000           \* group.max.session.timeout.ms
 DefaultTimeouts == <<Session, Rebalance>>
 TimeoutsOf(c) == <<SessionOf(c), RebalanceOf(c)>>
 
+(* ---- protocol selection: the parameters --------------------------------- *)
+(* A consumer sends the names of the assignors it supports, most preferred *)
+(* first (JoinGroupRequest protocols; partition.assignment.strategy), with  *)
+(* protocol type "consumer".  ProtocolsOf(c) is client c's list; it never   *)
+(* changes (a change of metadata bytes is the "change" fault's chg flag).  *)
+(* Definitions, not CONSTANTS: a model whose clients differ overrides      *)
+(* ProtocolsOf (models/protocols.cfg), the others keep one protocol for    *)
+(* all, so selection is trivial there.  ProtocolOrder lists every name a   *)
+(* model uses in ascending string order: Kafka breaks a tie of the vote by *)
+(* HashMap order (selectProtocol's groupBy ... maxBy), which is            *)
+(* unspecified; the spec, like the implementation, takes the least name.   *)
+DefaultProtocol == "range"
+ProtocolsOf(c) == <<DefaultProtocol>>
+ProtocolOrder == <<DefaultProtocol>>
+NoProtocol == ""                      \* GroupMetadata.protocolName = None
+DefaultProtocols == <<DefaultProtocol>>
+Names(ps) == {ps[i] : i \in DOMAIN ps}
+
 VARIABLES
     now,            \* the virtual clock
     timers,         \* live timer tasks, ordered by (deadline, creation)
@@ -191,14 +210,17 @@ VARIABLES
     minstance,      \* MemberMetadata.groupInstanceId of every member id handed out
                     \*   (NoInstance: dynamic); fixed when the id is handed out
     storeStatic,    \* the staticMembers part of `store` (GroupMetadataValue's group_instance_id)
-    loading         \* loading window: the group's partition is being loaded here
+    loading,        \* loading window: the group's partition is being loaded here
                     \*   (GroupMetadataManager.loadingPartitions; implies ~loaded)
+    protocol,       \* GroupMetadata.protocolName (NoProtocol: None), chosen by the vote
+    mprotocols      \* per member id: MemberMetadata.supportedProtocols' names, in preference
+                    \*   order (its last JoinGroup's); kept after it leaves
 
 vars == <<now, timers, loaded, gstate, generation, leader, members, pending,
           awaitingJoin, awaitingSync, newMembers, pendingSync, plan, newMemberAdded,
           mtimeouts, nextId, store, failovers, cphase, cmember, cgen, cleader, cmembers,
           cassign, cwait, genLeaders, genMembers, leaderLog, lastAction, writes,
-          staticMembers, minstance, storeStatic, loading>>
+          staticMembers, minstance, storeStatic, loading, protocol, mprotocols>>
 
 NoStore == [exists |-> FALSE, gen |-> 0, leader |-> NoMember, members |-> {}, plan |-> {}]
 
@@ -207,7 +229,8 @@ NoStore == [exists |-> FALSE, gen |-> 0, leader |-> NoMember, members |-> {}, pl
 (* Fields after `genMembers` are per-step scratch: ok (the step's          *)
 (* nondeterministic choices are valid), nlNeed / jlNeed (the candidates    *)
 (* for a leader choice the step had to make), resp, newId, dt (for         *)
-(* lastAction), jt (the timeouts of the JoinGroup being handled).          *)
+(* lastAction), jt and jp (the timeouts and protocols of the JoinGroup     *)
+(* being handled).                                                         *)
 
 Cur == [now |-> now, timers |-> timers, loaded |-> loaded, gstate |-> gstate,
         generation |-> generation, leader |-> leader, members |-> members,
@@ -219,9 +242,9 @@ Cur == [now |-> now, timers |-> timers, loaded |-> loaded, gstate |-> gstate,
         genLeaders |-> genLeaders, genMembers |-> genMembers, leaderLog |-> leaderLog,
         writes |-> writes,
         staticMembers |-> staticMembers, minstance |-> minstance, storeStatic |-> storeStatic,
-        loading |-> loading,
+        loading |-> loading, protocol |-> protocol, mprotocols |-> mprotocols,
         ok |-> TRUE, nlNeed |-> {}, jlNeed |-> {}, resp |-> "NONE", newId |-> NoMember, dt |-> 0,
-        jt |-> DefaultTimeouts]
+        jt |-> DefaultTimeouts, jp |-> DefaultProtocols]
 
 Commit(s, la) ==
     /\ now' = s.now /\ timers' = s.timers /\ loaded' = s.loaded /\ gstate' = s.gstate
@@ -236,7 +259,7 @@ Commit(s, la) ==
     /\ genMembers' = s.genMembers /\ leaderLog' = s.leaderLog /\ lastAction' = la
     /\ writes' = s.writes
     /\ staticMembers' = s.staticMembers /\ minstance' = s.minstance /\ storeStatic' = s.storeStatic
-    /\ loading' = s.loading
+    /\ loading' = s.loading /\ protocol' = s.protocol /\ mprotocols' = s.mprotocols
 
 (* lastAction fields: name (the action), client (NoClient for timer and  *)
 (* coordinator steps), member (the request's member id, NoMember for "",   *)
@@ -456,6 +479,50 @@ RebalanceTimeoutOf(s) ==
     IF s.members = {} THEN 0
     ELSE LET r == {s.mtimeouts[m][2] : m \in s.members} IN CHOOSE x \in r : \A y \in r : y <= x
 
+(* ---- protocol selection: GroupMetadata --------------------------------- *)
+(* GroupMetadata.candidateProtocols: the protocols every member supports   *)
+(* (supportedProtocols' count equals members.size).                        *)
+Candidates(s) ==
+    {p \in UNION {Names(s.mprotocols[m]) : m \in s.members} :
+        \A m \in s.members : p \in Names(s.mprotocols[m])}
+
+(* MemberMetadata.vote: "vote for a protocol based on the given candidates" *)
+(* -- the member's most preferred candidate.                                *)
+Vote(s, m, cands) ==
+    LET ps == s.mprotocols[m]
+    IN ps[CHOOSE i \in DOMAIN ps : ps[i] \in cands /\ \A j \in 1..(i - 1) : ps[j] \notin cands]
+
+Rank(p) == CHOOSE i \in DOMAIN ProtocolOrder : ProtocolOrder[i] = p
+
+(* The most voted protocol, each member m voting V(m) (ties: the least     *)
+(* name, see ProtocolOrder).                                                *)
+MostVoted(s, V(_)) ==
+    LET voted == {V(m) : m \in s.members}
+        Votes(p) == Cardinality({m \in s.members : V(m) = p})
+        best == {p \in voted : \A q \in voted : Votes(q) <= Votes(p)}
+    IN CHOOSE p \in best : \A q \in best : Rank(p) <= Rank(q)
+
+(* GroupMetadata.selectProtocol: every member votes for its most preferred *)
+(* candidate, the most voted wins.                                          *)
+SelectProtocol(s) == LET cands == Candidates(s) IN MostVoted(s, LAMBDA m : Vote(s, m, cands))
+
+(* initNextGeneration: protocolName = Some(selectProtocol), or None for a  *)
+(* group left with no member.  Bug vote_ignores_candidates: each member    *)
+(* votes its first choice, whether every member supports it or not.        *)
+NextGenerationProtocol(s) ==
+    IF s.members = {} THEN NoProtocol
+    ELSE IF Bug = "vote_ignores_candidates" THEN MostVoted(s, LAMBDA m : s.mprotocols[m][1])
+    ELSE SelectProtocol(s)
+
+(* GroupMetadata.supportsProtocols(memberProtocolType, memberProtocols): an *)
+(* Empty group takes any non-empty list (the type is always "consumer"      *)
+(* here); otherwise one of the member's protocols must be supported by     *)
+(* every member (the joining member's own earlier protocols count).        *)
+SupportsProtocols(s, ps) ==
+    IF s.gstate = "Empty" THEN ps # <<>>
+    ELSE \E p \in Names(ps) : \A m \in s.members : p \in Names(s.mprotocols[m])
+(* ---- end protocol selection: GroupMetadata ----------------------------- *)
+
 (* GroupMetadata.remove of the members M; nl is the new leader if the      *)
 (* leader is among them (members.keys.headOption).                         *)
 GroupRemoveSet(s, M, nl) ==
@@ -476,7 +543,7 @@ CreateGroup(s) ==  \* groupManager.getOrMaybeCreateGroup: new GroupMetadata(grou
     [s EXCEPT !.gstate = "Empty", !.generation = 0, !.leader = NoMember, !.members = {},
               !.pending = {}, !.awaitingJoin = {}, !.awaitingSync = {}, !.newMembers = {},
               !.pendingSync = {}, !.plan = {}, !.newMemberAdded = FALSE,
-              !.genLeaders = {}, !.genMembers = {},
+              !.genLeaders = {}, !.genMembers = {}, !.protocol = NoProtocol,
               !.staticMembers = [I \in Instances |-> NoMember]]
 
 (* The stored static mapping is read from the stored members, as Kafka's   *)
@@ -618,12 +685,14 @@ OnCompleteJoin(s, jl) ==
        THEN \* initNextGeneration to Empty; storeGroup(group, Map.empty)
             LET s4 == [s3 EXCEPT !.gstate = "Empty", !.leader = NoMember, !.pendingSync = {},
                                  !.plan = {}, !.genLeaders = hist, !.genMembers = {},
+                                 !.protocol = NoProtocol,
                                  !.staticMembers = [I \in Instances |-> NoMember],
                                  !.generation = IF Bug = "empty_generation_reset" THEN NoGen ELSE @]
             IN StoreWrite(s4, Write("Empty", s4.generation, NoMember, {}, {}))
        ELSE \* initNextGeneration to CompletingRebalance, answer the joins, schedulePendingSync
             LET s4 == [s3 EXCEPT !.gstate = "CompletingRebalance", !.leader = ldr,
-                                 !.pendingSync = {}, !.genLeaders = hist, !.genMembers = rest]
+                                 !.pendingSync = {}, !.genLeaders = hist, !.genMembers = rest,
+                                 !.protocol = NextGenerationProtocol(s3)]
                 list == IF Bug = "leader_given_stale_members" THEN s.members ELSE rest
                 s5 == CompleteJoinLoop(s4, rest, list)
             IN IF Bug = "no_delayed_sync" THEN s5
@@ -672,6 +741,7 @@ AddMemberAndRebalance(s, m, c, jl) ==
               THEN [s EXCEPT !.newMemberAdded = TRUE] ELSE s
         s1 == [s0 EXCEPT !.members = @ \cup {m}, !.newMembers = @ \cup {m},
                          !.awaitingJoin = @ \cup {m}, !.pending = @ \ {m}, !.mtimeouts[m] = s0.jt,
+                         !.mprotocols[m] = s0.jp,
                          !.leader = IF @ = NoMember THEN m ELSE @,
                          !.cphase[c] = "JoinWait", !.cwait[c] = m, !.resp = "PARKED"]
         s2 == ScheduleNext(s1, m, NewMemberTimeout, "newMember")
@@ -681,7 +751,8 @@ AddMemberAndRebalance(s, m, c, jl) ==
 (* any earlier one (of a request the client gave up on).                   *)
 UpdateMemberAndRebalance(s, m, c, jl) ==
     MaybePrepareRebalance([s EXCEPT !.awaitingJoin = @ \cup {m}, !.cphase[c] = "JoinWait",
-                                    !.cwait[c] = m, !.resp = "PARKED", !.mtimeouts[m] = s.jt], jl)
+                                    !.cwait[c] = m, !.resp = "PARKED", !.mtimeouts[m] = s.jt,
+                                    !.mprotocols[m] = s.jp], jl)
 
 -----------------------------------------------------------------------------
 (* ---- static membership (group.instance.id) ----                          *)
@@ -705,16 +776,17 @@ StaticCheck(s, c, mid) ==
 (* the new id (keeping isNew, its assignment and its leadership); the old  *)
 (* id stays in pendingSyncMembers (Kafka does not touch it).  The plan and *)
 (* the clients' member lists and assignments name members, so they are     *)
-(* relabelled too (the partitions assigned do not change) -- in Stable,    *)
-(* where the group is stored with the new id; in the other states no plan  *)
-(* is installed, and the stored one (which a reload restores) keeps the    *)
-(* old id.  The old id's                                                   *)
+(* relabelled too (the partitions assigned do not change) -- when rl: in  *)
+(* Stable, where the group is stored with the new id; in the other states  *)
+(* (and a Stable group about to rebalance for a change of protocol) no     *)
+(* plan is installed, and the stored one (which a reload restores) keeps   *)
+(* the old id.  The old id's                                               *)
 (* DelayedHeartbeat "will expire without effect since the group no longer  *)
 (* contains that member id": an orphan.                                    *)
-ReplaceStaticMember(s, I, old, new) ==
+ReplaceStaticMember(s, I, old, new, rl) ==
     LET s1 == InvokeSync(InvokeJoin(s, old, JoinErr("FENCED_INSTANCE_ID", old)), old, "FENCED_INSTANCE_ID")
         keep == Bug = "static_replace_keeps_old_member"
-        RL(S) == IF s.gstate = "Stable" THEN Relabel(S, old, new) ELSE S
+        RL(S) == IF rl THEN Relabel(S, old, new) ELSE S
         s2 == [s1 EXCEPT !.members = IF keep THEN @ \cup {new} ELSE Relabel(@, old, new),
                          !.newMembers = IF keep THEN @ ELSE Relabel(@, old, new),
                          !.leader = IF @ = old THEN new ELSE @,
@@ -727,22 +799,30 @@ ReplaceStaticMember(s, I, old, new) ==
     IN IF keep THEN s2 ELSE OrphanTimers(s2, old)
 
 (* GroupCoordinator.updateStaticMemberAndRebalance: a static member        *)
-(* rejoins with an unknown member id and gets a new one.  Stable: the      *)
-(* group is stored with the new id (the selected protocol cannot change:   *)
-(* one protocol), then the JoinGroup is answered with the current          *)
+(* rejoins with an unknown member id and gets a new one, and updateMember   *)
+(* gives it the protocols it sent.  Stable: if the next generation's       *)
+(* selectProtocol is the group's protocolName, the group is stored with    *)
+(* the new id, then the JoinGroup is answered with the current             *)
 (* generation: v9+ (skip) tells a rejoining leader it leads, with the      *)
 (* members, and to skip the assignor; before v9 the old leader id is       *)
 (* returned, so a rejoining leader acts as a follower.  The store is       *)
 (* synchronous and succeeds here (no asynchronous store in this spec yet:  *)
 (* the revert on a failed write is not modelled).  CompletingRebalance:    *)
 (* prepareRebalance (the leader may be assigning to the old id).           *)
-(* PreparingRebalance: the join waits like any other.                      *)
+(* PreparingRebalance: the join waits like any other.  A Stable group whose *)
+(* selected protocol would change ("Group's selectedProtocol will change   *)
+(* because static member ... joined with change of protocol") is not      *)
+(* stored: maybePrepareRebalance.                                          *)
 UpdateStaticMemberAndRebalance(s, c, I, old, new, skip, jl) ==
     LET curLeader == s.leader
-        s1 == ScheduleHeartbeat(ReplaceStaticMember(s, I, old, new), new)
-        s2 == [s1 EXCEPT !.awaitingJoin = @ \cup {new}, !.cphase[c] = "JoinWait",
-                         !.cwait[c] = new, !.resp = "PARKED"]
-    IN CASE s2.gstate = "Stable" ->
+        Replaced(rl) ==
+            [ScheduleHeartbeat(ReplaceStaticMember(s, I, old, new, rl), new)
+                EXCEPT !.awaitingJoin = @ \cup {new}, !.cphase[c] = "JoinWait",
+                       !.cwait[c] = new, !.resp = "PARKED", !.mprotocols[new] = s.jp]
+        changes == LET p == Replaced(FALSE) IN p.gstate = "Stable" /\ p.protocol # SelectProtocol(p)
+        s2 == Replaced(s.gstate = "Stable" /\ ~changes)
+    IN CASE changes -> MaybePrepareRebalance(s2, jl)
+         [] s2.gstate = "Stable" ->
               LET s3 == IF Bug = "static_replace_not_stored" THEN s2
                         ELSE StoreGroup(s2, [exists |-> TRUE, gen |-> s2.generation, leader |-> s2.leader,
                                              members |-> s2.members, plan |-> s2.plan])
@@ -778,10 +858,13 @@ AcceptJoiningMember(s, mid) ==
     \/ s.gstate \in {"CompletingRebalance", "Stable"} /\
          (mid \in s.members \/ Cardinality(s.members) < MaxGroupSize)
 
-(* doNewMemberJoinGroup -> doDynamicNewMemberJoinGroup *)
+(* doNewMemberJoinGroup -> doDynamicNewMemberJoinGroup; supportsProtocols  *)
+(* is checked first, for static and dynamic members alike.                 *)
 DoNewMemberJoin(s, c, rk, jl) ==
     LET m == NewId(s) IN
-    IF InstanceOf(c) # NoInstance THEN DoStaticNewMemberJoin(s, c, rk, jl)
+    IF ~SupportsProtocols(s, s.jp)
+    THEN ReplyJoin(s, c, JoinErr("INCONSISTENT_GROUP_PROTOCOL", NoMember))
+    ELSE IF InstanceOf(c) # NoInstance THEN DoStaticNewMemberJoin(s, c, rk, jl)
     ELSE IF m = NoMember THEN [s EXCEPT !.ok = FALSE]      \* model bound: no id left
     ELSE LET s0 == [s EXCEPT !.nextId = @ + 1, !.newId = m]
          IN IF rk
@@ -798,9 +881,11 @@ JoinReplyCurrent(s, c, m, inCR) ==
     IN ReplyJoin(s, c, JoinResp("NONE", m, s.generation, l,
                                 IF inCR /\ l = m THEN s.members ELSE {}))
 
-(* doCurrentMemberJoinGroup *)
+(* doCurrentMemberJoinGroup: supportsProtocols first (the member's own     *)
+(* protocols count among the group's).                                     *)
 DoCurrentMemberJoin(s, c, mid, chg, jl) ==
-    IF mid \in s.pending THEN AddMemberAndRebalance(s, mid, c, jl)   \* a pending member rejoins
+    IF ~SupportsProtocols(s, s.jp) THEN ReplyJoin(s, c, JoinErr("INCONSISTENT_GROUP_PROTOCOL", mid))
+    ELSE IF mid \in s.pending THEN AddMemberAndRebalance(s, mid, c, jl)   \* a pending member rejoins
     ELSE IF StaticCheck(s, c, mid) # "NONE" THEN ReplyJoin(s, c, JoinErr(StaticCheck(s, c, mid), mid))
     ELSE IF mid \notin s.members THEN ReplyJoin(s, c, JoinErr("UNKNOWN_MEMBER_ID", mid))
     ELSE CASE s.gstate = "PreparingRebalance" -> UpdateMemberAndRebalance(s, mid, c, jl)
@@ -815,7 +900,7 @@ DoCurrentMemberJoin(s, c, mid, chg, jl) ==
 (* handleJoinGroup for client c (member id cmember[c]). *)
 JoinGroupHandler(s0_, c, rk, chg, nl, jl) ==
     LET mid == s0_.cmember[c]
-        s == [s0_ EXCEPT !.jt = TimeoutsOf(c)]
+        s == [s0_ EXCEPT !.jt = TimeoutsOf(c), !.jp = ProtocolsOf(c)]
     IN
     IF ~s.loaded THEN ReplyJoin(s, c, JoinErr(NotLoadedError(s), mid))
     ELSE IF s.jt[1] < MinSession \/ s.jt[1] > MaxSession
@@ -1193,7 +1278,8 @@ GroupUnload ==
                             !.leader = NoMember, !.members = {}, !.pending = {}, !.awaitingJoin = {},
                             !.awaitingSync = {}, !.newMembers = {}, !.pendingSync = {}, !.plan = {},
                             !.newMemberAdded = FALSE, !.genLeaders = {}, !.genMembers = {},
-                            !.failovers = @ + 1, !.staticMembers = [I \in Instances |-> NoMember]]
+                            !.failovers = @ + 1, !.staticMembers = [I \in Instances |-> NoMember],
+                            !.protocol = NoProtocol]
        IN Commit(s3, LA("GroupUnload", NoClient, NoMember, NoGen, FALSE, s3))
 
 (* onGroupLoaded (onElection): the group comes back from the store, Stable *)
@@ -1207,7 +1293,10 @@ GroupLoad ==
                            !.generation = st.gen, !.leader = st.leader, !.members = st.members,
                            !.plan = st.plan, !.genMembers = st.members,
                            !.staticMembers = s.storeStatic]
-           s2 == IF Cardinality(st.members) > MaxGroupSize THEN PrepareRebalance(s1, NoMember) ELSE s1
+           \* the record's protocolName: the vote of the generation it stored (members'
+           \* protocols never change under one member id)
+           s1p == [s1 EXCEPT !.protocol = IF st.members = {} THEN NoProtocol ELSE SelectProtocol(s1)]
+           s2 == IF Cardinality(st.members) > MaxGroupSize THEN PrepareRebalance(s1p, NoMember) ELSE s1p
            s3 == IF st.exists THEN ScheduleAll(s2, st.members) ELSE s
        IN Commit(s3, LA("GroupLoad", NoClient, NoMember, NoGen, FALSE, s3))
 
@@ -1352,6 +1441,8 @@ Init ==
     /\ minstance = [m \in MemberIds |-> NoInstance]
     /\ storeStatic = [I \in Instances |-> NoMember]
     /\ loading = FALSE
+    /\ protocol = NoProtocol
+    /\ mprotocols = [m \in MemberIds |-> DefaultProtocols]
     /\ lastAction = [name |-> "Init", client |-> NoClient, member |-> NoMember, gen |-> NoGen,
                      flag |-> FALSE, newMember |-> NoMember, resp |-> "NONE", dt |-> 0]
 
@@ -1455,6 +1546,8 @@ TypeOK ==
     /\ lastAction.client \in Clients \cup {NoClient}
     /\ staticMembers \in [Instances -> Ids] /\ storeStatic \in [Instances -> Ids]
     /\ minstance \in [MemberIds -> Instances \cup {NoInstance}]
+    /\ protocol \in Names(ProtocolOrder) \cup {NoProtocol}
+    /\ mprotocols \in [MemberIds -> Seq(Names(ProtocolOrder))]
 
 (* Timers are ordered and none is overdue. *)
 TimersOrdered ==
@@ -1574,7 +1667,9 @@ OneSessionTimerPerMember ==
 (* each a handler that calls maybePrepareRebalance on a Stable group:      *)
 (*  - JoinGroup of a new member: doDynamicNewMemberJoinGroup (no           *)
 (*    requireKnownMemberId) or a pending member's second JoinGroup, both   *)
-(*    addMemberAndRebalance;                                               *)
+(*    addMemberAndRebalance; a static member's JoinGroup with member id "" *)
+(*    whose protocols change the selection (updateStaticMemberAndRebalance) *)
+(*    has its new id in members' too;                                      *)
 (*  - JoinGroup of a current member that leads or whose metadata changed:   *)
 (*    doCurrentMemberJoinGroup's Stable case, updateMemberAndRebalance (a   *)
 (*    follower with unchanged metadata gets the current assignment);       *)
@@ -1636,6 +1731,19 @@ MemberIdSurvivesReload ==
             (cphase[c] \in {"Joined", "SyncWait", "Stable"} /\ cmember[c] \in members /\ cgen[c] = generation)
                 => /\ cmember[c] \in store.members
                    /\ minstance[cmember[c]] # NoInstance => storeStatic[minstance[cmember[c]]] = cmember[c]
+
+(* ---- protocol selection properties ----                                  *)
+
+(* The group's protocol is one every member supports: the leader runs that *)
+(* assignor and every member must decode its assignment.  selectProtocol   *)
+(* votes among candidateProtocols, supportsProtocols turns away a member   *)
+(* with no protocol in common (INCONSISTENT_GROUP_PROTOCOL), and a static  *)
+(* member replaced in Stable whose protocols would change the selection    *)
+(* makes the group rebalance (updateStaticMemberAndRebalance).             *)
+SelectedProtocolSupportedByAllMembers ==
+    (Live /\ gstate \in {"CompletingRebalance", "Stable"}) =>
+        /\ protocol # NoProtocol
+        /\ \A m \in members : protocol \in Names(mprotocols[m])
 
 -----------------------------------------------------------------------------
 (* Liveness (no failover: MaxFailovers = 0; checked with Normalize).       *)

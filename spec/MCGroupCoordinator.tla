@@ -24,7 +24,7 @@ TimeFreeView ==
       loaded, gstate, generation, leader, members, pending, awaitingJoin, awaitingSync,
       newMembers, pendingSync, plan, newMemberAdded, mtimeouts, nextId, store, failovers,
       cphase, cmember, cgen, cleader, cmembers, cassign, cwait, genLeaders, genMembers, leaderLog,
-      writes, staticMembers, minstance, storeStatic, loading>>
+      writes, staticMembers, minstance, storeStatic, loading, protocol, mprotocols>>
 
 (* TimeFreeView, and generations taken relative to the group's: the protocol *)
 (* only compares generations for equality (and tests generation = 0), so  *)
@@ -52,7 +52,7 @@ GenTimeFreeView ==
       cphase, cmember, [c \in Clients |-> RelGen(cgen[c])], cleader, cmembers, cassign, cwait,
       genLeaders, genMembers,
       [i \in DOMAIN writes |-> [writes[i] EXCEPT !.gen = RelGen(@)]],
-      staticMembers, minstance, storeStatic, loading>>
+      staticMembers, minstance, storeStatic, loading, protocol, mprotocols>>
 
 ClientSymmetry == Permutations(Clients)
 
@@ -77,5 +77,22 @@ SlowSession == Session
 SlowRebalance == Rebalance
 MCSessionOf(c) == IF c = SlowClient THEN SlowSession ELSE Session
 MCRebalanceOf(c) == IF c = SlowClient THEN SlowRebalance ELSE Rebalance
+
+(* Clients with protocol lists of their own (protocols.cfg): RoundRobinClient *)
+(* prefers roundrobin and supports range, StickyClient supports sticky     *)
+(* only, every other client prefers cooperative-sticky and supports range  *)
+(* and roundrobin.  StickyClient has no protocol in common with the others *)
+(* (INCONSISTENT_GROUP_PROTOCOL); a group of RoundRobinClient and another  *)
+(* client has candidates range and roundrobin and ties them, one vote each *)
+(* (the least name, range, wins); the other client's first choice is no   *)
+(* candidate.  A model sets the two clients and overrides ProtocolsOf <-   *)
+(* MCProtocolsOf and ProtocolOrder <- MCProtocolOrder.                     *)
+RoundRobinClient == NoClient
+StickyClient == NoClient
+MCProtocolsOf(c) ==
+    CASE c = RoundRobinClient -> <<"roundrobin", "range">>
+      [] c = StickyClient -> <<"sticky">>
+      [] OTHER -> <<"cooperative-sticky", "range", "roundrobin">>
+MCProtocolOrder == <<"cooperative-sticky", "range", "roundrobin", "sticky">>
 
 =============================================================================

@@ -134,6 +134,7 @@ __all__ = [
     "AbstractionError",
     "ClientView",
     "GROUP_ID",
+    "PROTOCOL_NAME",
     "IdMap",
     "NO_GEN",
     "NO_MEMBER",

@@ -14,7 +14,6 @@ from kgc.conformance.abstraction.constants import (
     GROUP_ID,
     NO_GEN,
     NO_MEMBER,
-    PROTOCOL_NAME,
     PROTOCOL_TYPE,
     TIMER_STEPS,
     UnknownAction,
@@ -157,7 +156,7 @@ def _protocols(world: World, view: ClientView, changed: bool) -> list[tuple[str,
         member = group.members.get(view.member) if group is not None and view.member else None
         if member is not None:
             return list(member.protocols)
-    return [(PROTOCOL_NAME, f"{view.name}-v{view.subscription}")]
+    return [(name, f"{view.name}-v{view.subscription}") for name in world.k.protocols_of(view.name)]
 
 
 def _join(world: World, c: str, rk: bool, changed: bool, res: StepResult) -> None:

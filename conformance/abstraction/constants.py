@@ -57,7 +57,14 @@ SPEC_VARIABLES: tuple[str, ...] = (
     "minstance",
     "storeStatic",
     "loading",
+    "protocol",
+    "mprotocols",
 )
+
+#: MCGroupCoordinator's protocol lists (protocols.cfg: RoundRobinClient, StickyClient, others)
+MC_ROUND_ROBIN_PROTOCOLS = ("roundrobin", "range")
+MC_STICKY_PROTOCOLS = ("sticky",)
+MC_OTHER_PROTOCOLS = ("cooperative-sticky", "range", "roundrobin")
 
 #: Spec actions that are one timer firing (SystemTimer.fire_next()).
 TIMER_STEPS = frozenset(
@@ -111,6 +118,21 @@ class SpecConstants:
     #: the spec's Instances: each group.instance.id as the sorted clients configured with it
     #: (two clients sharing one are a restarted consumer and its zombie); others are dynamic
     instances: tuple[tuple[str, ...], ...] = ()
+    #: (client, protocol names in preference order) for clients whose JoinGroups carry other
+    #: protocols than the one PROTOCOL_NAME (the spec's ProtocolsOf overridden)
+    client_protocols: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def protocols_of(self, client: str) -> tuple[str, ...]:
+        """The protocol names client sends in every JoinGroup, most preferred first."""
+        for name, protocols in self.client_protocols:
+            if name == client:
+                return protocols
+        return (PROTOCOL_NAME,)
+
+    def protocol_order(self) -> tuple[str, ...]:
+        """The spec's ProtocolOrder: every protocol name in use, in ascending string order
+        (the vote's tie-break, the implementation's too)."""
+        return tuple(sorted({PROTOCOL_NAME} | {p for _, ps in self.client_protocols for p in ps}))
 
     def instance_of(self, client: str) -> tuple[str, ...] | None:
         """The instance (spec's InstanceOf) client belongs to, None for a dynamic client."""
@@ -162,13 +184,23 @@ class SpecConstants:
             "store_async": self.store_async,
             "client_timeouts": [list(t) for t in self.client_timeouts],
             "instances": [list(i) for i in self.instances],
+            "client_protocols": [[c, list(ps)] for c, ps in self.client_protocols],
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SpecConstants:
         timeouts = tuple((str(c), int(s), int(r)) for c, s, r in data.get("client_timeouts", ()))
         instances = tuple(tuple(str(c) for c in i) for i in data.get("instances", ()))
-        return cls(**{**data, "clients": tuple(data["clients"]), "client_timeouts": timeouts, "instances": instances})
+        protocols = client_protocols_from_json(data.get("client_protocols", ()))
+        return cls(
+            **{
+                **data,
+                "clients": tuple(data["clients"]),
+                "client_timeouts": timeouts,
+                "instances": instances,
+                "client_protocols": protocols,
+            }
+        )
 
     @classmethod
     def from_cfg_text(cls, text: str, ms_per_unit: int = 1000) -> SpecConstants:
@@ -193,6 +225,7 @@ class SpecConstants:
             )
         return cls(
             client_timeouts=client_timeouts,
+            client_protocols=_mc_client_protocols(values, clients),
             clients=tuple(sorted(str(c) for c in clients)),
             num_ids=int(need("NumIds")),
             session=int(need("Session")),
@@ -229,6 +262,25 @@ class SpecConstants:
             clients=frozenset(ModelValue(c) for c in self.clients),
             static_clients=frozenset(ModelValue(c) for i in self.instances for c in i),
         )
+
+
+def client_protocols_from_json(data: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """SpecConstants.client_protocols from its JSON form ([[client, [name, ...]], ...])."""
+    return tuple((str(c), tuple(str(p) for p in ps)) for c, ps in data)
+
+
+def _mc_client_protocols(values: Mapping[str, Any], clients: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """MCGroupCoordinator's MCProtocolsOf when a model sets RoundRobinClient (protocols.cfg)."""
+    round_robin, sticky = values.get("RoundRobinClient"), values.get("StickyClient")
+    if round_robin is None or str(round_robin) == "NoClient":
+        return ()
+
+    def of(c: str) -> tuple[str, ...]:
+        if c == str(round_robin):
+            return MC_ROUND_ROBIN_PROTOCOLS
+        return MC_STICKY_PROTOCOLS if c == str(sticky) else MC_OTHER_PROTOCOLS
+
+    return tuple((str(c), of(str(c))) for c in sorted(str(c) for c in clients))
 
 
 def instance_id(instance: tuple[str, ...]) -> str:

@@ -11,6 +11,7 @@ from kgc.conformance.abstraction.constants import (
     GROUP_ID,
     NO_GEN,
     NO_MEMBER,
+    PROTOCOL_NAME,
     SPEC_VARIABLES,
     AbstractionError,
     instance_id,
@@ -209,6 +210,18 @@ def _member_timeouts(world: World) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
+def _member_protocols(world: World) -> tuple[tuple[str, ...], ...]:
+    """mprotocols: every spec member id's protocol names, most preferred first, as last seen
+    in the group; <<PROTOCOL_NAME>> (the spec's DefaultProtocols) for ids not handed out or
+    never a member. A function on 1..NumIds is a tuple to TLC, so it is one here too."""
+    out = []
+    for spec_id in range(1, world.k.num_ids + 1):
+        member = world.ids.impl_or_none(spec_id)
+        seen = world.member_protocols.get(member) if member is not None else None
+        out.append(seen if seen is not None else (PROTOCOL_NAME,))
+    return tuple(out)
+
+
 def writes_of(world: World) -> tuple[Record, ...]:
     """The spec's `writes`: the group's appends in flight in the world's deferred store, oldest
     first; Empty for a record without members (onCompleteJoin's), else Sync (the leader's
@@ -273,6 +286,7 @@ def coordinator_variables(world: World, history: bool) -> dict[str, TlaValue]:
         members = list(group.members.values())
         for m in members:
             world.member_timeouts[m.member_id] = (m.session_timeout_ms, m.rebalance_timeout_ms)
+            world.member_protocols[m.member_id] = tuple(name for name, _ in m.protocols)
         gen = group.generation_id
         leaders = frozenset(ids.spec(m) for g, g_gen, m in world.self_leaders if g is group and g_gen == gen)
         settled = group.state in (GroupState.CompletingRebalance, GroupState.Stable)
@@ -324,6 +338,8 @@ def coordinator_variables(world: World, history: bool) -> dict[str, TlaValue]:
         "writes": writes_of(world),
         **_static_variables(world, history),
         "loading": world.coordinator.is_loading(GROUP_ID),
+        "protocol": (group.protocol_name or "") if group is not None else "",
+        "mprotocols": _member_protocols(world),
     }
 
 

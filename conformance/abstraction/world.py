@@ -151,6 +151,8 @@ class World:
         # (session, rebalance) ms of every member id as last seen in the group: the spec's
         # mtimeouts keeps them after the member is gone, the coordinator does not
         self.member_timeouts: dict[str, tuple[int, int]] = {}
+        # protocol names of every member id as last seen in the group (the spec's mprotocols)
+        self.member_protocols: dict[str, tuple[str, ...]] = {}
         # group.instance.id of every member id seen with one: the spec's minstance keeps it
         # after the member is gone (replaced, removed or unloaded), GroupMetadata does not
         self.member_instances: dict[str, str] = {}

@@ -41,6 +41,7 @@ SAME_DEFECT = {
     "bug_generation_not_bumped": "generation_not_bumped",
     "bug_leader_not_reassigned": "leader_not_reassigned",
     "bug_commit_from_unknown_member_accepted": "commit_from_unknown_member_accepted",
+    "bug_vote_ignores_candidates": "vote_ignores_candidates",
 }
 
 _found: dict[str, Path | None] = {}

@@ -124,7 +124,8 @@ def test_record_refuses_a_normalize_model(small_traces: Path, tmp_path: Path) ->
 TIMEOUTS_TRACES = {"leader_given_stale_members"}  # caught on `timeouts` traces
 STATIC_TRACES = {"static_replace_not_stored", "static_replace_keeps_old_member"}  # on `static_fencing` traces
 TRAP_TRACES = {"commit_from_unknown_member_accepted"}  # caught on a trace TLC steers to (below)
-OTHER_TRACES = TIMEOUTS_TRACES | STATIC_TRACES | TRAP_TRACES
+PROTOCOLS_TRACES = {"vote_ignores_candidates"}  # caught on `protocols` traces (clients' protocols differ)
+OTHER_TRACES = TIMEOUTS_TRACES | STATIC_TRACES | TRAP_TRACES | PROTOCOLS_TRACES
 
 
 @pytest.mark.parametrize("bug", sorted(set(BUGS) - {"none"} - OTHER_TRACES))
@@ -204,6 +205,13 @@ def test_cli_simulate_then_conform(tmp_path: Path) -> None:
     assert unknown.returncode == 2 and "no seeded implementation bug" in unknown.stderr
 
 
+def _assert_recorded_runs_validate(tmp_path: Path, count: int) -> None:
+    """The runs conform recorded into tmp_path/rec are behaviours of the spec (TLC)."""
+    recorded = [read_trace(p) for p in sorted((tmp_path / "rec").glob("*.json"))]
+    checked = validate_traces(recorded, work_dir=tmp_path / "tlc")
+    assert checked.ok and len(checked.verdicts) == count, [v.line() for v in checked.verdicts if not v.matched][:1]
+
+
 def test_clients_with_their_own_timeouts_conform_and_record_back(tmp_path: Path) -> None:
     """timeouts.cfg: c2 sends session 5 > rebalance 1, c1 session 2 < rebalance 3, so the
     group's rebalance timeout is the largest of its members' and session timers outlast
@@ -219,12 +227,59 @@ def test_clients_with_their_own_timeouts_conform_and_record_back(tmp_path: Path)
             delays.update((t["kind"], t["delay"]) for t in s["timers"])
     # both clients' session timeouts, and rebalance timeouts of 1 (c2 alone) and 3 (with c1)
     assert {("Heartbeat", 2), ("Heartbeat", 5), ("Join", 1), ("Join", 3)} <= delays, sorted(delays)
-    recorded = [read_trace(p) for p in sorted((tmp_path / "rec").glob("*.json"))]
-    checked = validate_traces(recorded, work_dir=tmp_path / "tlc")
-    assert checked.ok and len(checked.verdicts) == 200, [v.line() for v in checked.verdicts if not v.matched][:1]
+    _assert_recorded_runs_validate(tmp_path, 200)
     for bug in sorted(TIMEOUTS_TRACES):
         caught = conform([tmp_path / "traces"], coordinator_class(bug), stop_at_first=True).first_divergence
         assert caught is not None, f"{bug} went unnoticed"
+
+
+def test_clients_with_their_own_protocols_conform_and_record_back(tmp_path: Path) -> None:
+    """protocols.cfg: c1 prefers roundrobin over range, c2 cooperative-sticky over range and
+    roundrobin, c3 supports sticky only. Spec traces conform -- the vote and its tie (c1 with
+    c2: range), INCONSISTENT_GROUP_PROTOCOL for c3 against either -- the runs recorded while
+    following them validate, and a vote that ignores the candidates diverges."""
+    result = simulate("protocols", 100, 30, 5, tmp_path / "traces")
+    assert result.ok, result.check.error_line
+    report = conform([tmp_path / "traces"], record_to=tmp_path / "rec")
+    assert report.count("CONFORMS") == len(report.outcomes) == 100, report.summary()
+    selected, answers = set(), set()
+    for path in sorted((tmp_path / "traces").glob("*.itf.json")):
+        _, states = read_itf(path)
+        selected.update(str(s["protocol"]) for s in states)
+        answers.update(str(s["lastAction"]["resp"]) for s in states)
+    assert {"range", "roundrobin", "sticky"} <= selected, sorted(selected)
+    assert "INCONSISTENT_GROUP_PROTOCOL" in answers
+    _assert_recorded_runs_validate(tmp_path, 100)
+    for bug in sorted(PROTOCOLS_TRACES):
+        caught = conform([tmp_path / "traces"], coordinator_class(bug), stop_at_first=True).first_divergence
+        assert caught is not None, f"{bug} went unnoticed"
+        assert caught.divergence.variable == "protocol", str(caught.divergence)
+
+
+def test_a_static_rejoin_that_changes_the_protocol_rebalances(tmp_path: Path) -> None:
+    """protocols_static: c1 (roundrobin > range) and c2 (cooperative-sticky > ...) share one
+    group.instance.id, so c2 replacing c1 in a Stable group changes the next generation's vote:
+    updateStaticMemberAndRebalance rebalances instead of storing. Spec traces that take that
+    path conform."""
+    result = simulate("protocols_static", 60, 30, 3, tmp_path / "traces")
+    assert result.ok, result.check.error_line
+    report = conform([tmp_path / "traces"])
+    assert report.count("CONFORMS") == len(report.outcomes) == 60, report.summary()
+    changed = 0
+    for path in sorted((tmp_path / "traces").glob("*.itf.json")):
+        _, states = read_itf(path)
+        for before, after in zip(states, states[1:]):
+            la = after["lastAction"]
+            # the rebalance may complete in the same step (the rejoining member is the only one)
+            if (
+                la["name"] == "JoinGroupUnknownMember"
+                and before["gstate"] == "Stable"
+                and before["members"]
+                and (after["gstate"], after["generation"]) != ("Stable", before["generation"])
+            ):
+                assert after["protocol"] != before["protocol"], (path.name, la)
+                changed += 1
+    assert changed > 0, "no static rejoin changed the protocol"
 
 
 @pytest.mark.parametrize("model", ["static", "static_fencing"])
@@ -296,9 +351,7 @@ def test_static_member_removed_by_instance_id_conforms_and_validates(tmp_path: P
                 assert la["member"] in before["members"] and la["member"] not in after["members"]
                 removed[before["gstate"]] += 1
     assert set(removed) >= {"PreparingRebalance", "CompletingRebalance", "Stable"}, removed
-    recorded = [read_trace(p) for p in sorted((tmp_path / "rec").glob("*.json"))]
-    checked = validate_traces(recorded, work_dir=tmp_path / "tlc")
-    assert checked.ok and len(checked.verdicts) == 100, [v.line() for v in checked.verdicts if not v.matched][:1]
+    _assert_recorded_runs_validate(tmp_path, 100)
 
 
 #: A trap for TLC: the first OffsetCommit a consumer sends after its member was removed, while

@@ -53,8 +53,8 @@ COMMIT_WEIGHTS = {"HandleCommitOffsets": 3.0, "Heartbeat": 0.3}
 
 #: Scenarios whose recording stops before the end, and why: the step uses something the spec
 #: does not model. The steps before it are still checked. Why the spec leaves each out:
-#: - "protocol selection": every spec member supports the one protocol.
-#: (Per-client session/rebalance timeouts, INVALID_SESSION_TIMEOUT, a consumer that sends
+#: (Protocol selection is modelled: each consumer's protocol names, in preference order, are
+#: the spec's ProtocolsOf, taken from its first JoinGroup; per-client session/rebalance timeouts, INVALID_SESSION_TIMEOUT, a consumer that sends
 #: JoinGroup again instead of SyncGroup (ClientRejoin in Joined) and a second SyncGroup from a
 #: Stable consumer (the fault "resync") are modelled, and so are static members: each JoinGroup
 #: with member id "" and a group.instance.id is a consumer of its own, the clients of one
@@ -65,9 +65,6 @@ COMMIT_WEIGHTS = {"HandleCommitOffsets": 3.0, "Heartbeat": 0.3}
 #:   rejoin; the spec's consumer forgets its generation then (and Kafka's heartbeat thread
 #:   is disabled while it rejoins), so only an in-flight request could do this.
 NOT_MODELLED = {
-    "inconsistent-group-protocol": "protocol selection",
-    "protocol-selected-by-member-votes": "protocol selection",
-    "static-follower-rejoin-with-unknown-member-id-keeps-generation": "protocol selection",
     # updateStaticMemberAndRebalance's storeGroup callback (the JoinGroup answered once the
     # append completes; replaceStaticMember back to the old id on an append error)
     "static-rejoin-in-stable-waits-for-the-store": "a static member replaced in Stable with a deferred store",

@@ -398,6 +398,17 @@ def test_protocol_selected_by_vote(h: H) -> None:
     assert d.value.protocol_name == "range"  # sticky is not a candidate
 
 
+def test_protocol_vote_tie_goes_to_the_least_name_whoever_joined_first() -> None:
+    """Kafka breaks a tie by HashMap order (unspecified); kgc, like the spec's SelectProtocol,
+    by the least name, so the order the members joined in does not decide it."""
+    for first, second in (("roundrobin", "range"), ("range", "roundrobin")):
+        h = H()
+        a = h.join(client="a", protocols=[(first, ""), (second, "")])
+        h.join(client="b", protocols=[(second, ""), (first, "")])
+        h.tick(JOIN_WAIT)
+        assert a.value.protocol_name == "range", (first, second)
+
+
 # ==============================================================================================
 # JoinGroup: MEMBER_ID_REQUIRED and pending members (KIP-394)
 # ==============================================================================================

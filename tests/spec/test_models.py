@@ -69,6 +69,7 @@ BUGS: dict[str, Expect] = {
     "bug_leave_keeps_session_timer": Expect("OneSessionTimerPerMember", "invariant"),
     "bug_pending_leave_rebalances": Expect("StableRebalanceOnlyByTrigger", "action"),
     "bug_commit_from_unknown_member_accepted": Expect("NoCommitOutsideCurrentGeneration", "action"),
+    "bug_vote_ignores_candidates": Expect("SelectedProtocolSupportedByAllMembers", "invariant"),
     "bug_rebalance_timeout_waits_for_all": Expect("RebalanceCompletes", "temporal"),
     "bug_no_delayed_sync": Expect("SyncCompletes", "temporal"),
     "bug_propagate_no_heartbeat_reschedule": Expect("SilentMemberRemoved", "temporal"),
