@@ -166,6 +166,9 @@ def TypeOK(s: State, k: Constants) -> list[str]:
             if name in t:  # optional: an abstraction may leave bookkeeping fields out
                 need(ok(t[name]), f"{where}.{name} = {_show(t[name])}")
     need(isinstance(_get(s, "loaded"), bool), "loaded not a boolean")
+    if "loading" in s:  # loading \in BOOLEAN /\ (loading => ~loaded)
+        need(isinstance(s["loading"], bool), f"loading = {_show(s['loading'])} not a boolean")
+        need(not (s["loading"] is True and s["loaded"] is True), "loading and loaded at once")
     need(_get(s, "gstate") in GROUP_STATES, f"gstate = {s['gstate']}")
     need(is_nat(_get(s, "generation")), f"generation = {s['generation']} not a natural")
     need(_get(s, "leader") in ids0, f"leader = {s['leader']}")

@@ -10,14 +10,15 @@ member is, whether its generation is current), its answer is matched to it throu
 callback, and the answer is checked against RESPONSE_TABLE, an explicit table (request kind x
 group state x member situation -> error codes allowed at once, and allowed later when the
 request is parked). The table is written from Kafka 3.9's GroupCoordinator.scala, each row
-naming the branch of handleJoinGroup / handleSyncGroup / handleHeartbeat / handleLeaveGroup
-it transcribes; it is read from Kafka's code, not from impl/coordinator.py, so a change to the
+naming the branch of handleJoinGroup / handleSyncGroup / handleHeartbeat / handleLeaveGroup /
+handleCommitOffsets it transcribes; it is read from Kafka's code, not from impl/coordinator.py, so a change to the
 implementation cannot move the oracle with it.
 
 Properties (names as reported):
 - ResponseAllowed: the answer's error code is in the table's row (at once or, parked, later).
-- StaleGenerationRejected: a SyncGroup or Heartbeat of a member with a generation other than
-  the group's is answered ILLEGAL_GENERATION (doSyncGroup, handleHeartbeat).
+- StaleGenerationRejected: a SyncGroup, Heartbeat or OffsetCommit of a member with a generation
+  other than the group's is answered ILLEGAL_GENERATION (doSyncGroup, handleHeartbeat,
+  validateOffsetCommit).
 - AssignmentFromCurrentLeader: a member's assignment changes to a non-empty one only to what
   the leader of the group's current generation sent in its SyncGroup in CompletingRebalance
   (doSyncGroup: only `group.isLeader(memberId)` stores an assignment), and a SyncGroup
@@ -82,8 +83,9 @@ _JOIN_LATER = "NONE UNKNOWN_MEMBER_ID NOT_COORDINATOR"
 #: A parked SyncGroup ends answered by setAndPropagateAssignment (NONE), by
 #: resetAndPropagateAssignmentError from prepareRebalance (REBALANCE_IN_PROGRESS) or with the
 #: store's error (GroupMetadataManager.storeGroup maps append errors to
-#: COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR), or by onGroupUnloaded (NOT_COORDINATOR).
-_SYNC_LATER = "NONE REBALANCE_IN_PROGRESS COORDINATOR_NOT_AVAILABLE NOT_COORDINATOR"
+#: COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR / REBALANCE_IN_PROGRESS / UNKNOWN_SERVER_ERROR),
+#: or by onGroupUnloaded (NOT_COORDINATOR).
+_SYNC_LATER = "NONE REBALANCE_IN_PROGRESS COORDINATOR_NOT_AVAILABLE NOT_COORDINATOR UNKNOWN_SERVER_ERROR"
 _LIVE = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable")
 
 #: (kind, where, who) -> Row. `where`: the group's state, or NotCoordinator / Loading /
@@ -92,8 +94,10 @@ _LIVE = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable")
 #: "stranger" (an id the group does not know), "bad-session", "full" (acceptJoiningMember
 #: refuses it); for sync and heartbeat
 #: "leader" / "follower" (a member with the group's generation), "stale" (a member with
-#: another generation), "stranger" (anyone else, pending members included); for leave
-#: "member", "pending", "stranger". "*" matches any.
+#: another generation), "stranger" (anyone else, pending members included); for commit the
+#: same, and "unversioned" (generation -1, the admin client or a consumer without group
+#: management) when there is no group or it is Empty; for leave "member", "pending",
+#: "stranger". "*" matches any.
 RESPONSE_TABLE: dict[tuple[str, str, str], Row] = {
     # -- validateGroupStatus, first in every handler ---------------------------------------
     ("*", "NotCoordinator", "*"): _row("NOT_COORDINATOR", cite="validateGroupStatus: !isCoordinatorForGroup"),
@@ -103,6 +107,7 @@ RESPONSE_TABLE: dict[tuple[str, str, str], Row] = {
     ),
     ("heartbeat", "Loading", "*"): _row("NONE", cite='handleHeartbeat: "the group is still loading, respond blindly"'),
     ("leave", "Loading", "*"): _row("COORDINATOR_LOAD_IN_PROGRESS", cite="handleLeaveGroup: validateGroupStatus"),
+    ("commit", "Loading", "*"): _row("COORDINATOR_LOAD_IN_PROGRESS", cite="handleCommitOffsets: validateGroupStatus"),
     ("*", "Dead", "*"): _row(
         "COORDINATOR_NOT_AVAILABLE", cite="doJoinGroup / doSyncGroup / handleHeartbeat: group.is(Dead)"
     ),
@@ -264,6 +269,45 @@ RESPONSE_TABLE: dict[tuple[str, str, str], Row] = {
     **{("leave", s, "pending"): _row("NONE", cite="handleLeaveGroup: isPendingMember") for s in _LIVE},
     **{("leave", s, "member"): _row("NONE", cite="handleLeaveGroup: removeMemberAndUpdateGroup") for s in _LIVE},
     **{("leave", s, "stranger"): _row("UNKNOWN_MEMBER_ID", cite="handleLeaveGroup: !group.has") for s in _LIVE},
+    # -- handleCommitOffsets / doCommitOffsets / validateOffsetCommit -----------------------
+    ("commit", "NoGroup", "unversioned"): _row(
+        "NONE", cite="handleCommitOffsets: getGroup None, generationId < 0 -> addGroup(Empty), doCommitOffsets"
+    ),
+    ("commit", "NoGroup", "*"): _row(
+        "ILLEGAL_GENERATION", cite='handleCommitOffsets: getGroup None, "a request coming from an older generation"'
+    ),
+    ("commit", "Empty", "unversioned"): _row(
+        "NONE", cite="validateOffsetCommit: generationId < 0 && group.is(Empty) -> storeOffsets"
+    ),
+    **{
+        ("commit", s, "stranger"): _row(
+            "UNKNOWN_MEMBER_ID", cite="validateOffsetCommit -> validateCurrentMember: !group.has(memberId)"
+        )
+        for s in _LIVE
+    },
+    **{
+        ("commit", s, "stale"): _row(
+            "ILLEGAL_GENERATION", cite="validateOffsetCommit: generationId != group.generationId"
+        )
+        for s in _LIVE
+    },
+    **{
+        ("commit", "Empty", who): _row("UNKNOWN_MEMBER_ID", cite="validateCurrentMember: an Empty group has no member")
+        for who in ("leader", "follower")
+    },
+    **{
+        ("commit", s, who): _row(
+            "NONE", cite=f"doCommitOffsets: case {s} -> completeAndScheduleNextHeartbeatExpiration, storeOffsets"
+        )
+        for s in ("PreparingRebalance", "Stable")
+        for who in ("leader", "follower")
+    },
+    **{
+        ("commit", "CompletingRebalance", who): _row(
+            "REBALANCE_IN_PROGRESS", cite="doCommitOffsets: case CompletingRebalance"
+        )
+        for who in ("leader", "follower")
+    },
 }
 
 
@@ -277,6 +321,9 @@ def row_for(kind: str, where: str, who: str) -> Row | None:
 
 
 def _error_name(result: Any) -> str:
+    if isinstance(result, Mapping):
+        # an OffsetCommit's answer: one error per partition, all alike in the classic coordinator
+        result = next(iter(result.values()), None)
     error = result if isinstance(result, Errors) else getattr(result, "error", None)
     return error.name if isinstance(error, Errors) else repr(error)
 
@@ -341,6 +388,9 @@ class ResponseOracle:
             if member == UNKNOWN_MEMBER_ID and kind == "join":
                 return "new"
             return "member" if known else "pending" if pending else "stranger"
+        if kind == "commit" and generation is not None and generation < 0:
+            if group is None or group.state.value == "Empty":
+                return "unversioned"
         if not known or group is None:
             return "stranger"
         if generation != group.generation_id:
@@ -568,7 +618,7 @@ def _answer(oracle: ResponseOracle, req: _Request, callback: Callable[[Any], Non
 
 @functools.cache
 def response_checked(coordinator_class: type[GroupCoordinator]) -> type[GroupCoordinator]:
-    """`coordinator_class` with every JoinGroup, SyncGroup, Heartbeat and LeaveGroup answer
+    """`coordinator_class` with every JoinGroup, SyncGroup, Heartbeat, LeaveGroup and OffsetCommit answer
     checked by a ResponseOracle (`instance.response_oracle`); the coordinator's behaviour is
     its own (the subclass only reads the group before the call and wraps the callback)."""
 
@@ -657,6 +707,24 @@ def response_checked(coordinator_class: type[GroupCoordinator]) -> type[GroupCoo
                 req.who = "static"
             super().handle_heartbeat(
                 group_id, member_id, group_instance_id, generation_id, _answer(oracle, req, response_callback)
+            )
+            oracle.returned(self, req, group_id, set())
+
+        def handle_commit_offsets(  # type: ignore[override]
+            self,
+            group_id: str,
+            member_id: str,
+            group_instance_id: str | None,
+            generation_id: int,
+            offsets: dict[str, int],
+            response_callback: Callable[[dict[str, Errors]], None],
+        ) -> None:
+            oracle = self.response_oracle
+            req = oracle.arrive(self, "commit", group_id, member_id, generation=generation_id)
+            if group_instance_id is not None:
+                req.who = "static"
+            super().handle_commit_offsets(
+                group_id, member_id, group_instance_id, generation_id, offsets, _answer(oracle, req, response_callback)
             )
             oracle.returned(self, req, group_id, set())
 

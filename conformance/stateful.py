@@ -2,10 +2,11 @@
 
 `CoordinatorMachine` drives kgc.impl's coordinator through a RunRecorder: consumers taking any
 step the spec allows them (join with or without requireKnownMemberId, rejoin with changed
-metadata, sync as leader or follower, heartbeat, leave, crash, restart, give up a parked
-request), time passing (a tick fires every due timer, as `kgc replay` does), the group moving
+metadata, sync as leader or follower, heartbeat, commit offsets with the generation they hold,
+leave, crash, restart, give up a parked request), time passing (a tick fires every due timer, as `kgc replay` does), the group moving
 away and back (unload, load), and requests no well-behaved consumer sends: unknown member ids,
-stale or future generations, session timeouts outside the broker's bounds. After every step
+stale or future generations, session timeouts outside the broker's bounds, OffsetCommits with
+generation -1 or to a group the coordinator has never seen. After every step
 every property of properties.py is checked on the abstract state (and the action properties
 on the step). The requests themselves are logged as they reach the coordinator, so a failing
 example is written as a scenario file (`save_scenario`) that `kgc replay` runs: its
@@ -117,10 +118,17 @@ settings.register_profile(
 
 _WEIGHT = {"ClientCrash": 1, "ClientAbandon": 1, "LeaveGroup": 1, "ClientRejoin": 1, "ClientRestart": 2}
 #: rules that disturb the protocol rather than drive it; each example turns each on or off
-_DISTURBANCES = ("stray_request", "join_with_bad_session_timeout", "unload", "fill_with_pending_members")
-#: Client actions the machine's consumers do not take (enabled_actions offers OffsetCommits only
-#: when asked), so no habit weight is drawn for them and the examples stay as they were.
-_NOT_DRAWN = frozenset({"HandleCommitOffsets"})
+_DISTURBANCES = (
+    "stray_request",
+    "join_with_bad_session_timeout",
+    "unload",
+    "fill_with_pending_members",
+    "commit_to_unknown_group",
+)
+#: What the machine's consumers may do (enabled_actions' faults): every client event, and
+#: OffsetCommits from a consumer that holds a generation (Joined, Stable), the requests
+#: generations exist to fence.
+_CONSUMER_FAULTS = ("crash", "abandon", "leave", "rejoin", "change", "resync", "early-rejoin", "commit")
 
 
 class PropertyViolation(AssertionError):
@@ -184,7 +192,18 @@ class _RequestLog:
         elif kind == "leave":
             for m in args["leaving_members"]:
                 self.steps.append({"do": "leave", "id": self._id("leave"), "group": group_id, "member": m.member_id})
-        elif kind in ("unload", "load"):
+        elif kind == "commit":
+            self.steps.append(
+                {
+                    "do": "commit",
+                    "id": self._id("commit"),
+                    "group": group_id,
+                    "member": args["member_id"],
+                    "generation": args["generation_id"],
+                    "offsets": dict(args["offsets"]),
+                }
+            )
+        elif kind in ("unload", "load", "load_begin"):
             self.steps.append({"do": kind, "group": group_id})
 
     def tick(self, ms: int) -> None:
@@ -231,6 +250,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
         self.checked = 1
         self.fullest = 0
         self.seen: set[str] = set()
+        self.unknown_groups = 0
         self.k = constants
         self.liveness = TimedLiveness(Deadlines.of(self.k))
         self._check(None, self.rec.states[0])
@@ -248,8 +268,10 @@ class CoordinatorMachine(RuleBasedStateMachine):
             # swallowed by the coordinator, but a fault all the same (conformance/faults.py)
             report.violations["NoInternalError"] = faults[:1]
         report.violations.update(self.liveness.observe(after))
-        if before is not None:
-            # the answers given in the step, and what the step did to joins and assignments
+        if before is not None and at == len(self.rec.states) - 1:
+            # the answers given in the rule's steps, and what they did to joins and assignments
+            # (read on the coordinator as it is now: so only with the rule's last state, where
+            # a state property of the same step is reported with them, not ahead of them)
             self.oracle.after_step(self.rec.world.coordinator)
             report.violations.update(self.oracle.take())
         if report.violations:
@@ -289,14 +311,13 @@ class CoordinatorMachine(RuleBasedStateMachine):
         and late_sync zero times."""
         rng = data.draw(st.randoms(use_true_random=False), label="habits")
         self.weights = {
-            name: rng.choice([3, 1, 0, 6])
-            for name in sorted(_WEIGHT) + sorted(set(CLIENT_ACTIONS) - set(_WEIGHT) - _NOT_DRAWN)
+            name: rng.choice([3, 1, 0, 6]) for name in sorted(_WEIGHT) + sorted(set(CLIENT_ACTIONS) - set(_WEIGHT))
         }
         # Each choice puts its most productive value where the Random's smallest draws land
         # (Hypothesis starts from the simplest data, where every draw is 0): no disturbance,
         # the fast clock, a formed group of the most members.
         self.disturbances = {name for name in _DISTURBANCES if rng.random() >= 0.5}
-        opening = rng.choice(["none", "outwait", "rejoin", "rejoin-race", "rejoin-late-leader", "none"])
+        opening = rng.choice(["none", "outwait", "stall-commit", "rejoin", "rejoin-race", "rejoin-late-leader", "none"])
         # the late leader's race needs the slow clock (a session shorter than the rebalance)
         if self.slow_clock is not None and (opening == "rejoin-late-leader" or rng.random() >= 0.75):
             self._start(self.slow_clock)
@@ -312,6 +333,8 @@ class CoordinatorMachine(RuleBasedStateMachine):
         minute's budget (rebalance_timeout_keeps_member: 183 derandomized examples)."""
         if opening == "outwait" and len(self._stable_members()) >= 2:
             self.rebalance_outwaits_a_member(data)
+        elif opening == "stall-commit" and len(self._stable_members()) >= 2:
+            self.commit_after_session_expiry(data)
         elif opening.startswith("rejoin") and len(self._stable_members()) >= 2:
             self.members_rejoin_together()
             if opening == "rejoin-race" and self._leavers_while_completing():
@@ -358,7 +381,9 @@ class CoordinatorMachine(RuleBasedStateMachine):
 
     # -- consumers doing what the spec lets them ----------------------------------------------
     def _consumer_step(self, data: st.DataObject) -> None:
-        options = [o for o in enabled_actions(self.rec, allow_failover=False) if o[1] is not None]
+        options = [
+            o for o in enabled_actions(self.rec, faults=_CONSUMER_FAULTS, allow_failover=False) if o[1] is not None
+        ]
         if not options:
             return
         # the protocol's own steps drawn more often than the disturbances (crash, give up,
@@ -439,6 +464,29 @@ class CoordinatorMachine(RuleBasedStateMachine):
         if ("JoinGroupKnownMember", c, True) in enabled_actions(self.rec, allow_failover=False):
             self.rec.step("JoinGroupKnownMember", c, True)
         self._tick(self.k.rebalance + 1)
+
+    @precondition(lambda self: len(self._stable_members()) >= 2 and self.weights.get("HandleCommitOffsets", 0) > 0)
+    @rule(data=st.data())
+    def commit_after_session_expiry(self, data: st.DataObject) -> None:
+        """A consumer stalls past its session timeout (a long pause) while the others keep
+        heartbeating, then commits what it processed: DelayedHeartbeat has removed it and the
+        group prepares a rebalance under the same generation, so only validateOffsetCommit's
+        member check stands between its commit and the offsets. The commit goes out the
+        moment the member is gone, before the join phase ends and the generation moves on."""
+        c = data.draw(st.sampled_from(self._stable_members()), label="stalled")
+        member = self.rec.world.clients[c].member
+        for _ in range(self.k.session + 1):
+            for other in self._stable_members():
+                if other != c and ("Heartbeat", other, False) in enabled_actions(self.rec, allow_failover=False):
+                    self.rec.step("Heartbeat", other)
+            self._tick(1)
+            group = self.rec.world.group
+            if group is None or member not in group.members:
+                break
+        if ("HandleCommitOffsets", c, False) in enabled_actions(
+            self.rec, faults=_CONSUMER_FAULTS, allow_failover=False
+        ):
+            self.rec.step("HandleCommitOffsets", c)
 
     def _leavers_while_completing(self) -> list[str]:
         """Members that can leave while another holds its JoinGroup response unsynced."""
@@ -592,19 +640,24 @@ class CoordinatorMachine(RuleBasedStateMachine):
     @precondition(lambda self: "stray_request" in self.disturbances)
     @rule(
         data=st.data(),
-        kind=st.sampled_from(["join", "sync", "heartbeat", "leave"]),
-        generation_offset=st.sampled_from([0, -1, 1]),
+        kind=st.sampled_from(["join", "sync", "heartbeat", "leave", "commit"]),
+        generation_offset=st.sampled_from([0, -1, 1, None]),
     )
-    def stray_request(self, data: st.DataObject, kind: str, generation_offset: int) -> None:
+    def stray_request(self, data: st.DataObject, kind: str, generation_offset: int | None) -> None:
         """A request under a member id the group does not have, or with a generation next to
-        the group's: zombie consumers, duplicates, late retries."""
-        wrong_generation = kind in ("sync", "heartbeat") and generation_offset != 0
+        the group's: zombie consumers, duplicates, late retries; and OffsetCommits with
+        generation -1 (offset None: the admin client, a consumer without group management),
+        which validateOffsetCommit accepts only while the group is Empty."""
+        if generation_offset is None and kind != "commit":
+            generation_offset = 0
+        wrong_generation = kind in ("sync", "heartbeat", "commit") and generation_offset != 0
         # the empty member id too, except in a join (where it is a new member's): a LeaveGroup
         # with it is an administrative removal by group.instance.id (KIP-345) naming none
         ids = self._stray_ids(wrong_generation) + ([""] if kind != "join" else [])
         member = data.draw(st.sampled_from(ids), label="member id")
         group = self.rec.world.group
-        generation = (group.generation_id if group is not None else 0) + generation_offset
+        current = group.generation_id if group is not None else 0
+        generation = -1 if generation_offset is None else current + generation_offset
         k = self.k
         protocols = [("range", "stray")]
 
@@ -627,10 +680,28 @@ class CoordinatorMachine(RuleBasedStateMachine):
                 c.handle_sync_group(GROUP_ID, generation, member, None, None, None, {}, answer)
             elif kind == "heartbeat":
                 c.handle_heartbeat(GROUP_ID, member, None, generation, answer)
+            elif kind == "commit":
+                c.handle_commit_offsets(GROUP_ID, member, None, generation, {"stray-0": len(self.log.steps)}, answer)
             else:
                 c.handle_leave_group(GROUP_ID, [LeaveMemberIdentity(member, None)], answer)
 
         self.rec.request(kind, send, member, f"stray {kind}({member}, generation {generation})")
+
+    @precondition(lambda self: "commit_to_unknown_group" in self.disturbances)
+    @rule(unversioned=st.booleans(), member=st.sampled_from(["", "unknown-member"]))
+    def commit_to_unknown_group(self, unversioned: bool, member: str) -> None:
+        """An OffsetCommit to a group the coordinator has never seen (handleCommitOffsets'
+        getGroup None): with generation -1 it creates the group Empty and is accepted, with a
+        generation it is told ILLEGAL_GENERATION. A new group id each time, so the second
+        case is reached too; the machine's own group is left alone."""
+        self.unknown_groups += 1
+        group_id = f"never-seen-{self.unknown_groups}"
+        generation = -1 if unversioned else 1
+
+        def send(c: GroupCoordinator, answer: Callable[[Any], None]) -> None:
+            c.handle_commit_offsets(group_id, member, None, generation, {"t-0": self.unknown_groups}, answer)
+
+        self.rec.request("commit", send, member, f"commit({member!r}, generation {generation}) to {group_id}")
 
     @precondition(lambda self: "join_with_bad_session_timeout" in self.disturbances)
     @rule(session_ms=st.sampled_from([0, 1800001, 10**9]), known=st.booleans())
@@ -744,7 +815,13 @@ def scenario_from_log(
         )
         if view["state"] == "Dead":
             out[-1].pop("generation")
-    return {"format": 1, "name": "hypothesis-counterexample", "source": note, "config": cfg, "steps": out}
+    # format 2 only when the run used what version 2 added (docs/scenario-format.md)
+    version = 2 if any(s.get("do") in _V2_STEPS for s in steps) or "store" in cfg else 1
+    return {"format": version, "name": "hypothesis-counterexample", "source": note, "config": cfg, "steps": out}
+
+
+#: scenario steps that version 2 of the format added
+_V2_STEPS = frozenset({"commit", "store", "load_begin"})
 
 
 def raw_kind(step: Any) -> str:

@@ -43,6 +43,7 @@ HUNTED = (
     "remove_without_join_callback",
     "rebalance_timeout_keeps_member",
     "propagate_no_heartbeat_reschedule",
+    "commit_from_unknown_member_accepted",
 )
 
 

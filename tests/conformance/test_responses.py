@@ -96,8 +96,13 @@ def test_every_row_cites_kafka_and_every_situation_has_a_row() -> None:
         "sync": ("leader", "follower", "stale", "stranger"),
         "heartbeat": ("leader", "follower", "stale", "stranger"),
         "leave": ("member", "pending", "stranger"),
+        "commit": ("leader", "follower", "stale", "stranger"),
     }
     missing = [(k, w, who) for k, ws in whos.items() for w in wheres for who in ws if row_for(k, w, who) is None]
+    # a commit with generation -1 is "unversioned" only where there is no group or it is Empty
+    missing += [
+        ("commit", w, "unversioned") for w in ("NoGroup", "Empty") if row_for("commit", w, "unversioned") is None
+    ]
     assert not missing
 
 

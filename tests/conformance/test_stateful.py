@@ -14,7 +14,7 @@ from kgc.conformance.recorder import RANDOM_RUN_CONSTANTS, RunRecorder, random_r
 from kgc.conformance.replay import run_scenario
 from kgc.conformance.scenario import load_scenario
 from kgc.conformance.seeded_bugs import coordinator_class
-from kgc.conformance.stateful import fuzz
+from kgc.conformance.stateful import fuzz, hunt
 from kgc.impl.coordinator import GroupCoordinator
 from kgc.spec.values import ModelValue, Record, TlaFunction
 from kgc.tools.cli import main
@@ -34,6 +34,7 @@ SEEDED = (
     "sync_answered_in_preparing_rebalance",
     "remove_without_join_callback",
     "leader_given_stale_members",
+    "commit_from_unknown_member_accepted",
     # the liveness twins (seeded_bugs.LIVENESS_BUGS)
     "rebalance_timeout_waits_for_all",
     "no_delayed_sync",
@@ -82,7 +83,9 @@ def test_failing_example_is_a_scenario_that_replay_reproduces(hunts, bug):
     path = result.violation.scenario
     assert path is not None and path.parent == save and path.is_file()
     document = json.loads(path.read_text())
-    assert document["format"] == 1 and coordinator_class(bug).__name__ in document["source"]
+    # format 2 when the run sent OffsetCommits (a version-2 step)
+    assert document["format"] in (1, 2) and coordinator_class(bug).__name__ in document["source"]
+    assert document["format"] == (2 if any(s.get("do") == "commit" for s in document["steps"]) else 1)
     assert _replay_with(GroupCoordinator, path).passed
     failing = _replay_with(coordinator_class(bug), path)
     if set(result.violation.report.violations) <= UNSEEN_BY_SCENARIOS:
@@ -90,6 +93,16 @@ def test_failing_example_is_a_scenario_that_replay_reproduces(hunts, bug):
         # missing timer the property saw has no expectation a file can hold.
         return
     assert not failing.passed and failing.failure is not None
+
+
+def test_machine_reports_no_commit_outside_current_generation():
+    """The property itself, not only the response table, flags the commit of a consumer whose
+    session expired (commit_after_session_expiry); seed 2's sequence reaches it (the
+    derandomized one finds the bug first through a stray commit, ResponseAllowed alone)."""
+    result = hunt(coordinator_class("commit_from_unknown_member_accepted"), 300.0, seed=2, max_examples=150)
+    assert result.error is None, repr(result.error)
+    assert result.violation is not None, f"not found in {result.examples} examples"
+    assert "NoCommitOutsideCurrentGeneration" in result.violation.report.violations, result.violation
 
 
 def test_kgc_replay_runs_a_saved_example(hunts, capsys, monkeypatch):
@@ -183,6 +196,8 @@ def test_properties_hold_on_recorded_runs_of_the_correct_coordinator():
         ("OneSessionTimerPerMember", {"timers": ()}, "has 0 live session timers"),
         ("TimersOrdered", {"now": 1000}, "overdue"),
         ("TypeOK", {"nextId": 99}, "nextId = 99"),
+        ("TypeOK", {"loading": None}, "loading = "),  # loading \in BOOLEAN
+        ("TypeOK", {"loading": True}, "loading and loaded"),  # loading => ~loaded
     ],
 )
 def test_each_invariant_detects_a_broken_state(name, change, needle):
