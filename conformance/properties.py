@@ -446,7 +446,10 @@ def _stable_rebalance_trigger(s: State, t: State, la: Mapping[str, Any]) -> bool
     if name == "JoinGroupPendingMember":
         return member in _get(s, "pending") and member in members2
     if name == "JoinGroupKnownMember":
-        return member in members and (member == _get(s, "leader") or bool(la["flag"]))
+        # changed: the flag (metadata bytes), or the member's protocol names (a reloaded member
+        # holds only the group's protocol; its JoinGroup sends its client's list)
+        renamed = "mprotocols" in s and s["mprotocols"][member - 1] != _get(t, "mprotocols")[member - 1]
+        return member in members and (member == _get(s, "leader") or bool(la["flag"]) or renamed)
     if name in ("LeaveGroup", "LeaveGroupByInstanceId", "SessionTimeoutExpiry", "NewMemberJoinTimeout"):
         return member in members and member not in members2
     if name == "DelayedSyncExpiry":

@@ -882,8 +882,12 @@ JoinReplyCurrent(s, c, m, inCR) ==
                                 IF inCR /\ l = m THEN s.members ELSE {}))
 
 (* doCurrentMemberJoinGroup: supportsProtocols first (the member's own     *)
-(* protocols count among the group's).                                     *)
-DoCurrentMemberJoin(s, c, mid, chg, jl) ==
+(* protocols count among the group's).  member.matches(protocols) fails    *)
+(* when the metadata bytes changed (chg0) or the names differ from the      *)
+(* member's: after a reload a member holds only the group's protocol       *)
+(* (GroupLoad), so a client with more than one rejoins as changed.         *)
+DoCurrentMemberJoin(s, c, mid, chg0, jl) ==
+    LET chg == chg0 \/ s.mprotocols[mid] # s.jp IN
     IF ~SupportsProtocols(s, s.jp) THEN ReplyJoin(s, c, JoinErr("INCONSISTENT_GROUP_PROTOCOL", mid))
     ELSE IF mid \in s.pending THEN AddMemberAndRebalance(s, mid, c, jl)   \* a pending member rejoins
     ELSE IF StaticCheck(s, c, mid) # "NONE" THEN ReplyJoin(s, c, JoinErr(StaticCheck(s, c, mid), mid))
@@ -1293,9 +1297,15 @@ GroupLoad ==
                            !.generation = st.gen, !.leader = st.leader, !.members = st.members,
                            !.plan = st.plan, !.genMembers = st.members,
                            !.staticMembers = s.storeStatic]
-           \* the record's protocolName: the vote of the generation it stored (members'
-           \* protocols never change under one member id)
-           s1p == [s1 EXCEPT !.protocol = IF st.members = {} THEN NoProtocol ELSE SelectProtocol(s1)]
+           \* The record's protocolName is the vote of the generation it stored: every stored
+           \* member's client lists it, and a member's list since is its client's or, after a
+           \* reload, that protocol alone, so the vote over the stored members gives it again.
+           \* Each member comes back supporting that one protocol: the record keeps only its
+           \* subscription to it (GroupMetadataManager.readGroupMessageValue:
+           \* new MemberMetadata(..., List((protocol, subscription)))).
+           prot == IF st.members = {} THEN NoProtocol ELSE SelectProtocol(s1)
+           s1p == [s1 EXCEPT !.protocol = prot,
+                             !.mprotocols = [m \in MemberIds |-> IF m \in st.members THEN <<prot>> ELSE @[m]]]
            s2 == IF Cardinality(st.members) > MaxGroupSize THEN PrepareRebalance(s1p, NoMember) ELSE s1p
            s3 == IF st.exists THEN ScheduleAll(s2, st.members) ELSE s
        IN Commit(s3, LA("GroupLoad", NoClient, NoMember, NoGen, FALSE, s3))
@@ -1670,7 +1680,9 @@ OneSessionTimerPerMember ==
 (*    addMemberAndRebalance; a static member's JoinGroup with member id "" *)
 (*    whose protocols change the selection (updateStaticMemberAndRebalance) *)
 (*    has its new id in members' too;                                      *)
-(*  - JoinGroup of a current member that leads or whose metadata changed:   *)
+(*  - JoinGroup of a current member that leads or whose metadata changed   *)
+(*    (its bytes, or its protocol names: a reloaded member keeps only the   *)
+(*    group's protocol):                                                   *)
 (*    doCurrentMemberJoinGroup's Stable case, updateMemberAndRebalance (a   *)
 (*    follower with unchanged metadata gets the current assignment);       *)
 (*  - LeaveGroup of a current member: removeMemberAndUpdateGroup;           *)
@@ -1687,7 +1699,8 @@ StableRebalanceOnlyByTrigger ==
          LET la == lastAction' IN
          \/ la.name = "JoinGroupUnknownMember" /\ la.newMember \in members'
          \/ la.name = "JoinGroupPendingMember" /\ la.member \in pending /\ la.member \in members'
-         \/ la.name = "JoinGroupKnownMember" /\ la.member \in members /\ (la.member = leader \/ la.flag)
+         \/ la.name = "JoinGroupKnownMember" /\ la.member \in members
+              /\ (la.member = leader \/ la.flag \/ mprotocols[la.member] # mprotocols'[la.member])
          \/ la.name \in {"LeaveGroup", "LeaveGroupByInstanceId", "SessionTimeoutExpiry", "NewMemberJoinTimeout"}
               /\ la.member \in members /\ la.member \notin members'
          \/ la.name = "DelayedSyncExpiry" /\ pendingSync # {}

@@ -146,17 +146,21 @@ def _client_name(la: Mapping[str, Any]) -> str:
 
 
 def _protocols(world: World, view: ClientView, changed: bool) -> list[tuple[str, str]]:
-    """The subscription sent. `changed` (the spec's chg) must make member.matches fail and
-    its absence make it hold, so an unchanged join resends what the coordinator stored for
-    the member (it may have kept an older version, e.g. after a failover)."""
+    """The subscription sent: the client's protocol names (the spec's ProtocolsOf). `changed`
+    (the spec's chg) must make member.matches fail and its absence make it hold on the bytes,
+    so an unchanged join resends the metadata the coordinator stored for the member (it may
+    have kept an older version, e.g. after a failover). A reloaded member holds only the
+    group's protocol: then the names differ, matches fails as in the spec, and the current
+    version is sent."""
+    names = world.k.protocols_of(view.name)
     if changed:
         view.subscription += 1
     else:
         group = world.group
         member = group.members.get(view.member) if group is not None and view.member else None
-        if member is not None:
+        if member is not None and tuple(n for n, _ in member.protocols) == names:
             return list(member.protocols)
-    return [(name, f"{view.name}-v{view.subscription}") for name in world.k.protocols_of(view.name)]
+    return [(name, f"{view.name}-v{view.subscription}") for name in names]
 
 
 def _join(world: World, c: str, rk: bool, changed: bool, res: StepResult) -> None:

@@ -52,7 +52,12 @@ def test_every_property_has_a_row() -> None:
 def test_every_cell_is_backed_by_the_detectors_test() -> None:
     models = _test_module("tests/spec/test_models.py").BUGS
     validate_tests = _test_module("tests/conformance/test_validate.py")
-    validated = set(validate_tests.SEEDED) | set(validate_tests.STATIC_SEEDED) | set(validate_tests.JOIN_TIMEOUT_SEEDED)
+    validated = (
+        set(validate_tests.SEEDED)
+        | set(validate_tests.STATIC_SEEDED)
+        | set(validate_tests.JOIN_TIMEOUT_SEEDED)
+        | set(validate_tests.PROTOCOL_SEEDED)
+    )
     fuzzed = set(_test_module("tests/conformance/test_stateful.py").SEEDED)
     for prop, cells in _matrix().items():
         for bug in cells["TLC"]:

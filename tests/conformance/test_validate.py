@@ -183,37 +183,53 @@ STATIC_RANDOM_CONSTANTS = replace(RANDOM_RUN_CONSTANTS, instances=(("c1",), ("c2
 STATIC_SEEDED = ("static_replace_not_stored", "fenced_instance_not_checked", "static_replace_keeps_old_member")
 
 
-@pytest.fixture(scope="module")
-def static_report():
-    """Thirty random runs with static clients on the real coordinator and ten of each static
-    seeded-bug coordinator, in one TLC batch (one Instances constant)."""
-    traces = [random_run(STATIC_RANDOM_CONSTANTS, 40, seed, name=f"static/{seed}") for seed in range(30)]
+def _runs_and_bug_runs(constants, prefix: str, runs: int, bugs, bug_runs: int):
+    """`runs` random runs of the real coordinator (named prefix/seed) and `bug_runs` of each
+    seeded-bug coordinator (bug/seed) under `constants`, validated in one TLC batch."""
+    traces = [random_run(constants, 40, seed, name=f"{prefix}/{seed}") for seed in range(runs)]
     traces += [
-        random_run(STATIC_RANDOM_CONSTANTS, 40, seed, coordinator_class=coordinator_class(bug), name=f"{bug}/{seed}")
-        for bug in STATIC_SEEDED
-        for seed in range(10)
+        random_run(constants, 40, seed, coordinator_class=coordinator_class(bug), name=f"{bug}/{seed}")
+        for bug in bugs
+        for seed in range(bug_runs)
     ]
     report = validate_traces(traces)
     assert not report.errors
     return traces, report
 
 
-def test_random_runs_with_static_members_are_behaviours_of_the_spec(static_report):
-    traces, report = static_report
-    runs = [v for v in report.verdicts if v.name.startswith("static/")]
-    assert len(runs) == 30 and sum(v.steps for v in runs) > 1000
+def _assert_runs_validate(report, prefix: str, count: int):
+    """The real coordinator's runs (prefix/...) are all behaviours of the spec."""
+    runs = [v for v in report.verdicts if v.name.startswith(prefix + "/")]
+    assert len(runs) == count
     failed = [v.line() for v in runs if not v.matched]
     assert not failed, "\n".join(failed)
+    return runs
+
+
+def _assert_bug_caught(report, bug: str) -> None:
+    failed = [v for v in report.verdicts if v.name.startswith(bug + "/") and not v.matched]
+    assert failed, f"no run of {bug} was caught"
+    assert failed[0].failed_step >= 1 and failed[0].diffs
+
+
+@pytest.fixture(scope="module")
+def static_report():
+    """Thirty random runs with static clients on the real coordinator and ten of each static
+    seeded-bug coordinator, in one TLC batch (one Instances constant)."""
+    return _runs_and_bug_runs(STATIC_RANDOM_CONSTANTS, "static", 30, STATIC_SEEDED, 10)
+
+
+def test_random_runs_with_static_members_are_behaviours_of_the_spec(static_report):
+    traces, report = static_report
+    runs = _assert_runs_validate(report, "static", 30)
+    assert sum(v.steps for v in runs) > 1000
     answers = [s["lastAction"]["resp"] for t in traces if t.name.startswith("static/") for s in t.states]
     assert answers.count("FENCED_INSTANCE_ID") > 0  # the zombie twin was fenced
 
 
 @pytest.mark.parametrize("bug", STATIC_SEEDED)
 def test_validate_catches_static_seeded_bug(static_report, bug):
-    _, report = static_report
-    failed = [v for v in report.verdicts if v.name.startswith(bug + "/") and not v.matched]
-    assert failed, f"no run of {bug} was caught"
-    assert failed[0].failed_step >= 1 and failed[0].diffs
+    _assert_bug_caught(static_report[1], bug)
 
 
 #: A new member's join timeout (2) shorter than the rebalance timeout (4): a member whose
@@ -229,23 +245,12 @@ JOIN_TIMEOUT_SEEDED = ("remove_without_join_callback",)
 def join_timeout_report():
     """Ten random runs of the real coordinator and twenty of each JOIN_TIMEOUT_SEEDED bug under
     JOIN_TIMEOUT_CONSTANTS, in one TLC batch."""
-    traces = [random_run(JOIN_TIMEOUT_CONSTANTS, 40, seed, name=f"join-timeout/{seed}") for seed in range(10)]
-    traces += [
-        random_run(JOIN_TIMEOUT_CONSTANTS, 40, seed, coordinator_class=coordinator_class(bug), name=f"{bug}/{seed}")
-        for bug in JOIN_TIMEOUT_SEEDED
-        for seed in range(20)
-    ]
-    report = validate_traces(traces)
-    assert not report.errors
-    return traces, report
+    return _runs_and_bug_runs(JOIN_TIMEOUT_CONSTANTS, "join-timeout", 10, JOIN_TIMEOUT_SEEDED, 20)
 
 
 def test_random_runs_with_join_timeouts_inside_rebalances_are_behaviours_of_the_spec(join_timeout_report):
     traces, report = join_timeout_report
-    runs = [v for v in report.verdicts if v.name.startswith("join-timeout/")]
-    assert len(runs) == 10
-    failed = [v.line() for v in runs if not v.matched]
-    assert not failed, "\n".join(failed)
+    _assert_runs_validate(report, "join-timeout", 10)
     # the join timeout fired inside a rebalance (the member removed with its JoinGroup parked)
     inside = [
         a
@@ -351,3 +356,39 @@ def test_kgc_validate_command(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "FAIL random-" in out and "leader" in out
     assert len(list((tmp_path / "rec").glob("*.json"))) == 4
+
+
+#: Clients with protocol lists of their own (the protocols model's MCProtocolsOf): c1 prefers
+#: roundrobin over range, c2 cooperative-sticky over range and roundrobin, c3 supports sticky
+#: only, so the vote ties (c1 with c2), c3 meets INCONSISTENT_GROUP_PROTOCOL, and a first-choice
+#: vote selects a protocol a member lacks.
+PROTOCOL_RANDOM_CONSTANTS = replace(
+    RANDOM_RUN_CONSTANTS,
+    client_protocols=(
+        ("c1", ("roundrobin", "range")),
+        ("c2", ("cooperative-sticky", "range", "roundrobin")),
+        ("c3", ("sticky",)),
+    ),
+)
+#: Seeded implementation bugs of protocol selection that these random runs reach.
+PROTOCOL_SEEDED = ("vote_ignores_candidates",)
+
+
+@pytest.fixture(scope="module")
+def protocol_report():
+    """Twenty random runs of the real coordinator and ten of each PROTOCOL_SEEDED bug under
+    PROTOCOL_RANDOM_CONSTANTS, in one TLC batch (one ProtocolsOf)."""
+    return _runs_and_bug_runs(PROTOCOL_RANDOM_CONSTANTS, "protocols", 20, PROTOCOL_SEEDED, 10)
+
+
+def test_random_runs_with_differing_protocols_are_behaviours_of_the_spec(protocol_report):
+    traces, report = protocol_report
+    _assert_runs_validate(report, "protocols", 20)
+    ours = [s for t in traces if t.name.startswith("protocols/") for s in t.states]
+    assert "INCONSISTENT_GROUP_PROTOCOL" in {s["lastAction"]["resp"] for s in ours}
+    assert {"range", "roundrobin"} <= {s["protocol"] for s in ours}
+
+
+@pytest.mark.parametrize("bug", PROTOCOL_SEEDED)
+def test_validate_catches_protocol_seeded_bug(protocol_report, bug):
+    _assert_bug_caught(protocol_report[1], bug)
