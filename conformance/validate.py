@@ -46,7 +46,8 @@ from pathlib import Path
 from typing import Any
 
 from kgc.conformance.recorded_trace import RecordedTrace, TraceConstants, read_trace
-from kgc.spec.tlc import TlcJob, run_tlc, stop_all_tlc
+from kgc.conformance.trace_run import run_trace_module
+from kgc.spec.tlc import stop_all_tlc
 from kgc.spec.tlc_messages import STATE_PRINT, ToolOutputParser
 from kgc.spec.tlc_result import Outcome
 from kgc.spec.values import ModelValue, TlaFunction, parse_state, sort_key
@@ -718,35 +719,20 @@ def _run(
 ) -> tuple[Any, Path]:
     started = time.monotonic()
     text, cfg = build_module(traces, spec.read_text(encoding="utf-8"), stop_at=stop_at, invariants=invariants)
-    src = run_dir / "src"
-    src.mkdir(parents=True)
-    data = src / f"{DATA_MODULE}.tla"
-    data.write_text(text, encoding="utf-8")
-    cfg_path = src / f"{TRACE_MODULE}.cfg"
-    cfg_path.write_text(cfg, encoding="utf-8")
-    trace_module = spec.with_name(f"{TRACE_MODULE}.tla")
     options = ["-deadlock"]
     violations = stop_at is not None or "TraceNotFinished" in invariants
     if violations:
         options.append("-continue")
-    job = TlcJob(
-        module=trace_module,
-        config=cfg_path,
-        modules=(spec, data),
-        workers=1,
-        timeout=timeout,
-        tlc_options=options,
-        display_paths={spec.name: str(spec), trace_module.name: str(trace_module)},
-    )
-    tlc_dir = run_dir / "tlc"
-    tlc_dir.mkdir()
     built = time.monotonic()
-    result = run_tlc(job, tlc_dir)
+    trace_module = spec.with_name(f"{TRACE_MODULE}.tla")
+    result, out = run_trace_module(
+        run_dir, trace_module, DATA_MODULE, text, cfg, (spec,), timeout=timeout, tlc_options=options
+    )
     with _TIMING_LOCK:
         TIMINGS["build"] += built - started
         TIMINGS["tlc"] += time.monotonic() - built
-    _require_verdict(result, tlc_dir / "tlc.out", violations)
-    return result, tlc_dir / "tlc.out"
+    _require_verdict(result, out, violations)
+    return result, out
 
 
 def _require_verdict(result: Any, out: Path, violations_expected: bool) -> None:

@@ -197,35 +197,20 @@ def _reached(out: Path, n: int) -> list[int]:
 
 def _check(histories: Sequence[Sequence[Observation]], run_dir: Path, timeout: float | None) -> list[int]:
     """One TLC run over the batch: how many observations of each history a behaviour explains."""
+    from kgc.conformance.trace_run import run_trace_module
     from kgc.spec.catalog import spec_root
-    from kgc.spec.tlc import TlcJob, run_tlc
     from kgc.spec.tlc_result import Outcome
 
     root = spec_root()
     module, cfg = build_data(histories)
-    src = run_dir / "src"
-    src.mkdir(parents=True)
-    data = src / f"{DATA_MODULE}.tla"
-    data.write_text(module, encoding="utf-8")
-    cfg_path = src / f"{TRACE_MODULE}.cfg"
-    cfg_path.write_text(cfg, encoding="utf-8")
-    trace_module = root / f"{TRACE_MODULE}.tla"
-    job = TlcJob(
-        module=trace_module,
-        config=cfg_path,
-        modules=(root / "GroupCoordinator.tla", root / "MCGroupCoordinator.tla", data),
-        workers=1,
-        timeout=timeout,
-        tlc_options=["-deadlock"],
-        display_paths={trace_module.name: str(trace_module)},
+    modules = (root / "GroupCoordinator.tla", root / "MCGroupCoordinator.tla")
+    result, out = run_trace_module(
+        run_dir, root / f"{TRACE_MODULE}.tla", DATA_MODULE, module, cfg, modules, timeout=timeout
     )
-    tlc_dir = run_dir / "tlc"
-    tlc_dir.mkdir()
-    result = run_tlc(job, tlc_dir)
     if result.outcome not in (Outcome.PASSED, Outcome.NO_INITIAL_STATES):
         what = result.outcome.value if result.outcome else "no verdict"
-        raise RuntimeError(f"TLC {what}: {result.error_line or ''} (output in {tlc_dir / 'tlc.out'})")
-    return _reached(tlc_dir / "tlc.out", len(histories))
+        raise RuntimeError(f"TLC {what}: {result.error_line or ''} (output in {out})")
+    return _reached(out, len(histories))
 
 
 def _shape(history: Sequence[Observation]) -> tuple[int, int]:
