@@ -56,7 +56,6 @@ __all__ = [
 CATEGORIES: tuple[str, ...] = ("event", "unparsed", "noise", "continuation", "duplicate", "garbage", "oversized")
 _ANSI_RE = r"\x1B\[[0-9;]*[A-Za-z]"
 _GARBAGE_RE = r"[\x00-\x08\x0E-\x1A\x1C-\x1F\x7F\uFFFD]"
-_CLIENT_RE = r"org\.apache\.kafka\.clients|\[Consumer clientId=|\[Producer clientId="
 _SEP = "\u0001"
 #: ENTRY_RE's groups in one string: ts, level, broker (one of three idents), message, logger.
 _PACK = _SEP.join(("$1", "$2", "$3$4$5", "$6", "$7"))
@@ -165,11 +164,18 @@ def read_numbered_lines(spark: SparkSession, files: Sequence[InputFile]) -> tupl
             total += row["lines"]
     offset_of = F.create_map(*[F.lit(x) for (path, split), off in offsets.items() for x in (f"{split}:{path}", off)])
     key = F.concat_ws(":", F.col("split").cast("string"), F.col("file"))
-    lines = scanned.filter(F.col("kind") == "line").select(
-        "file",
-        (F.col("local") + F.coalesce(offset_of[key], F.lit(0))).alias("line"),
-        F.col("text").alias("raw"),
-        "following",
+    # The scanned rows are a small fraction of the input: one task per core from here on (one
+    # task per split would pay a task's fixed cost in every later stage, for a few rows each).
+    parts = max(1, min(len(splits), spark.sparkContext.defaultParallelism))
+    lines = (
+        scanned.filter(F.col("kind") == "line")
+        .coalesce(parts)
+        .select(
+            "file",
+            (F.col("local") + F.coalesce(offset_of[key], F.lit(0))).alias("line"),
+            F.col("text").alias("raw"),
+            "following",
+        )
     )
     return lines, counts
 
@@ -211,14 +217,15 @@ def classify_lines(lines: DataFrame) -> DataFrame:
     """Adds category, the entry's parts (ts, level, broker, logger) and the event's fields."""
     from pyspark.sql import functions as F
 
+    # The scanner passed on no garbage, oversized or client line (it counted the first two and
+    # dropped the third), so none is looked for here; ANSI colours are rare: removed only where
+    # an escape is.
     raw = F.col("raw")
-    cut = F.substring(raw, 1, MAX_LINE)
-    clean = F.regexp_replace(cut, _ANSI_RE, "")
+    clean = F.when(raw.contains("\x1b"), F.regexp_replace(raw, _ANSI_RE, "")).otherwise(raw)
     df = lines.select(
         "file",
         "line",
         "following",
-        F.length(raw).alias("length"),
         clean.alias("clean"),
         F.regexp_replace(clean, PREFIX_RE, "").alias("stripped"),
     )
@@ -229,7 +236,6 @@ def classify_lines(lines: DataFrame) -> DataFrame:
     hint = clean_col.contains(COORDINATOR_HINTS[0])
     for text in COORDINATOR_HINTS[1:]:
         hint = hint | clean_col.contains(text)
-    hint = hint & ~clean_col.rlike(_CLIENT_RE)
     df = df.withColumn("hint", hint)
     packed = F.when(F.col("hint"), F.regexp_replace(F.col("stripped"), "^.*?" + ENTRY_RE, _PACK)).otherwise(F.lit(""))
     parts = F.split(packed, _SEP)
@@ -248,13 +254,7 @@ def classify_lines(lines: DataFrame) -> DataFrame:
     # DEBUG/TRACE lines count as events when they are a known wording (a store error logged at
     # DEBUG); any other coordinator line at those levels is noise, not "unparsed".
     df = df.withColumn("idx", _format_case(F.col("msg"), F.col("hint")))
-    category = (
-        F.when(F.col("length") > MAX_LINE, "oversized")
-        .when(F.col("clean").rlike(_GARBAGE_RE), "garbage")
-        .when(F.col("idx") >= 0, "event")
-        .when(F.col("hint") & ~quiet, "unparsed")
-        .otherwise("noise")
-    )
+    category = F.when(F.col("idx") >= 0, "event").when(F.col("hint") & ~quiet, "unparsed").otherwise("noise")
     df = df.withColumn("category", category)
     kinds = F.element_at(F.array(*[F.lit(f.kind) for f in FORMATS]), F.col("idx") + 1)
     names = F.element_at(F.array(*[F.lit(f.name) for f in FORMATS]), F.col("idx") + 1)
