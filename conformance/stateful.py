@@ -60,6 +60,12 @@ __all__ = [
     "scenario_from_log",
 ]
 
+#: The consumers' protocols, most preferred first: each supports range, so every group has a
+#: protocol in common and forms as it would with one protocol, but c1 and c2 prefer others
+#: (a consumer alone selects its first choice; c1 with c2 votes range, the only candidate), so
+#: a vote that ignores the candidates (vote_ignores_candidates) picks one a member lacks.
+FUZZ_PROTOCOLS = (("c1", ("roundrobin", "range")), ("c2", ("cooperative-sticky", "range")))
+
 #: Small enough that rebalances, expiries and the group size bound come up within a few steps.
 #: NewMemberJoinTimeoutMs stays Kafka's 300 s: scenario files have no setting for it, and a
 #: failing example must replay under `kgc replay`'s configuration.
@@ -75,6 +81,7 @@ DEFAULT_CONSTANTS = SpecConstants(
     max_group_size=2,
     max_failovers=2,
     ms_per_unit=100,
+    client_protocols=FUZZ_PROTOCOLS,
 )
 
 #: The same group on a slow clock (a unit is 100 s): NewMemberJoinTimeoutMs is Kafka's 300 s
@@ -92,6 +99,7 @@ SLOW_CLOCK_CONSTANTS = SpecConstants(
     max_group_size=2,
     max_failovers=2,
     ms_per_unit=100_000,
+    client_protocols=FUZZ_PROTOCOLS,
 )
 
 PROFILES = {"ci": "kgc-ci", "deep": "kgc-deep"}
@@ -794,7 +802,12 @@ def scenario_from_log(
             seen = response_fields(world.requests[rid], results[0])
             check = {"expect": rid, "error": seen["error"]}
             if raw_kind(world.requests[rid]) == "join" and seen["error"] == "NONE":
-                check.update(generation=seen["generation"], leader=seen["leader"], members=seen["members"])
+                check.update(
+                    generation=seen["generation"],
+                    leader=seen["leader"],
+                    members=seen["members"],
+                    protocol=seen["protocol"],
+                )
             if raw_kind(world.requests[rid]) == "sync" and seen["error"] == "NONE":
                 check["assignment"] = seen["assignment"]
             out.append(check)

@@ -35,6 +35,7 @@ SEEDED = (
     "remove_without_join_callback",
     "leader_given_stale_members",
     "commit_from_unknown_member_accepted",
+    "vote_ignores_candidates",
     # the liveness twins (seeded_bugs.LIVENESS_BUGS)
     "rebalance_timeout_waits_for_all",
     "no_delayed_sync",
@@ -198,6 +199,7 @@ def test_properties_hold_on_recorded_runs_of_the_correct_coordinator():
         ("TypeOK", {"nextId": 99}, "nextId = 99"),
         ("TypeOK", {"loading": None}, "loading = "),  # loading \in BOOLEAN
         ("TypeOK", {"loading": True}, "loading and loaded"),  # loading => ~loaded
+        ("SelectedProtocolSupportedByAllMembers", {"protocol": "sticky"}, "does not support 'sticky'"),
     ],
 )
 def test_each_invariant_detects_a_broken_state(name, change, needle):
