@@ -380,7 +380,10 @@ DeliverJoin(s, c, r) ==
       [] r.err = "UNKNOWN_MEMBER_ID" -> ResetClient(s, c, "Unjoined")
       [] r.err = "GROUP_MAX_SIZE_REACHED" -> ResetClient(s, c, "Down")   \* fatal to the consumer
       [] r.err = "FENCED_INSTANCE_ID" -> ResetClient(s, c, "Down")   \* fatal (FencedInstanceIdException)
-      [] OTHER -> ClientRejoins(s, c)   \* NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE
+      [] OTHER -> ClientRejoins(s, c)   \* NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE;
+                                         \* INCONSISTENT_GROUP_PROTOCOL and
+                                         \* INVALID_SESSION_TIMEOUT: KafkaConsumer.poll throws,
+                                         \* the next poll joins again with the same config
 
 (* History for SingleLeaderPerGeneration: a successful response naming its *)
 (* own member leader.                                                      *)
