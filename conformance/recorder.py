@@ -870,26 +870,6 @@ class _ScenarioLifter:
             return None
         return "a static member's request without its group.instance.id"
 
-    def _static_replace_unmodelled(self, step: Any, client: str) -> str | None:
-        """The spec stores the group synchronously when updateStaticMemberAndRebalance
-        replaces a static member in Stable; with a deferred store Kafka answers the JoinGroup
-        in the append's callback and on an append error reverts to the old member id
-        (replaceStaticMember back), which the spec does not model."""
-        own = self.k.instance_id_of(client)
-        group = self.rec.world.group
-        if (
-            own is None
-            or not self.k.store_async
-            or group is None
-            or not group.is_(GroupState.Stable)
-            or group.static_members.get(own) is None
-        ):
-            return None
-        return (
-            "a static member replaced in Stable with a deferred store (updateStaticMemberAndRebalance's "
-            "storeGroup callback and its revert to the old member id on an append error are not in the spec)"
-        )
-
     def _timeouts_unmodelled(self, step: Any, client: str) -> str | None:
         k = self.k
         session, rebalance = k.timeouts_of(client)
@@ -914,10 +894,6 @@ class _ScenarioLifter:
             c = self.fresh.pop(id(step), None)
             if c is None:
                 self._as_outsider(where, step, member, "no client left")
-                return
-            why = self._static_replace_unmodelled(step, c)
-            if why is not None:
-                rec.stop(f"{where} join {step.id}: {why}")
                 return
             self.sent[c] = [tuple(p) for p in step.protocols]
             # a static client's flag is supportsSkippingAssignment (v9+), a dynamic one's

@@ -680,11 +680,7 @@ class GroupCoordinator:
         respond: _Responder,
     ) -> None:
         current_leader = group.leader_id
-        old = group.get(old_member_id)
-        # Fence whatever the old member id has parked (GroupMetadata.replaceStaticMember).
-        group.maybe_invoke_join_callback(old, JoinGroupResult.error_result(old_member_id, Errors.FENCED_INSTANCE_ID))
-        group.maybe_invoke_sync_callback(old, SyncGroupResult(Errors.FENCED_INSTANCE_ID))
-        member = group.replace_static_member(group_instance_id, old_member_id, new_member_id)
+        member = self._replace_static_member(group, group_instance_id, old_member_id, new_member_id)
         # The old id's heartbeat expires without effect; schedule one for the new id.
         self._complete_and_schedule_next_heartbeat_expiration(group, member)
         old_rebalance_timeout_ms = member.rebalance_timeout_ms
@@ -730,6 +726,17 @@ class GroupCoordinator:
                 f"member {group_instance_id} rejoined with an unknown member id"
             )
 
+    def _replace_static_member(
+        self, group: GroupMetadata, group_instance_id: str, old_member_id: str, new_member_id: str
+    ) -> MemberMetadata:
+        """GroupMetadata.replaceStaticMember with the fencing Kafka does inside it: whatever
+        the id being replaced has parked is answered FENCED_INSTANCE_ID (also on the revert
+        of a failed store, where that id is the new one)."""
+        old = group.get(old_member_id)
+        group.maybe_invoke_join_callback(old, JoinGroupResult.error_result(old_member_id, Errors.FENCED_INSTANCE_ID))
+        group.maybe_invoke_sync_callback(old, SyncGroupResult(Errors.FENCED_INSTANCE_ID))
+        return group.replace_static_member(group_instance_id, old_member_id, new_member_id)
+
     @_never_raise()
     def _on_static_member_stored(
         self,
@@ -750,7 +757,7 @@ class GroupCoordinator:
             if group.members.get(new_member_id) is member:
                 group.update_member(member, old_protocols, old_rebalance_timeout_ms, old_session_timeout_ms, None)
                 if group.current_static_member_id(group_instance_id) == new_member_id:
-                    restored = group.replace_static_member(group_instance_id, new_member_id, old_member_id)
+                    restored = self._replace_static_member(group, group_instance_id, new_member_id, old_member_id)
                     self._complete_and_schedule_next_heartbeat_expiration(group, restored)
             respond.answer_if_unanswered(
                 JoinGroupResult(

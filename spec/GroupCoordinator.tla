@@ -346,6 +346,19 @@ Bump(s) ==
 (* GroupMetadata.generateMemberId: ids are fresh, handed out in order. *)
 NewId(s) == IF s.nextId <= NumIds THEN s.nextId ELSE NoMember
 
+(* ---- group store: the MemberMetadata a static append holds ---------- *)
+(* A live group's MemberMetadata renamed (replaceStaticMember) or removed  *)
+(* (n = NoMember): the appends in flight that hold it follow it.          *)
+RenameWriteObjs(s, M, n) ==
+    [s EXCEPT !.writes = [i \in DOMAIN @ |->
+        IF ~@[i].stale /\ @[i].obj \in M THEN [@[i] EXCEPT !.obj = n] ELSE @[i]]]
+
+(* A parked JoinGroup of member m was answered: a Static append's own     *)
+(* JoinGroup, if parked under m, is answered now.                          *)
+CloseWrites(s, m) ==
+    [s EXCEPT !.writes = [i \in DOMAIN @ |->
+        IF ~@[i].stale /\ @[i].obj = m THEN [@[i] EXCEPT !.open = FALSE] ELSE @[i]]]
+
 -----------------------------------------------------------------------------
 (* Clients receiving responses                                             *)
 
@@ -399,7 +412,7 @@ ReplyJoin(s, c, r) == [NoteLeader(DeliverJoin(s, c, r), r) EXCEPT !.resp = r.err
 (* GroupMetadata.maybeInvokeJoinCallback *)
 InvokeJoin(s, m, r) ==
     IF m \notin s.awaitingJoin THEN s
-    ELSE LET s1 == NoteLeader([s EXCEPT !.awaitingJoin = @ \ {m}], r)
+    ELSE LET s1 == NoteLeader(CloseWrites([s EXCEPT !.awaitingJoin = @ \ {m}], m), r)
              W == {c \in Clients : s.cphase[c] = "JoinWait" /\ s.cwait[c] = m}
          IN IF W = {} THEN s1 ELSE DeliverJoin(s1, CHOOSE c \in W : TRUE, r)
 
@@ -538,7 +551,8 @@ GroupRemoveSet(s, M, nl) ==
                  !.leader = newLeader,
                  !.staticMembers = [I \in Instances |-> IF @[I] \in M THEN NoMember ELSE @[I]],
                  !.nlNeed = IF need THEN rest ELSE @,
-                 !.ok = @ /\ (need => nl \in rest)]
+                 !.ok = @ /\ (need => nl \in rest),
+                 !.writes = RenameWriteObjs(s, M, NoMember).writes]
 
 GroupRemove(s, m, nl) == GroupRemoveSet(s, {m}, nl)
 
@@ -590,7 +604,22 @@ StoreOutcomes == {"NONE"} \cup StoreErrors
 CoordinatorErrorFor(e) == IF e = "NONE" THEN "NONE" ELSE AppendError[e]
 
 Write(kind, g, l, ms, p) ==
-    [kind |-> kind, gen |-> g, leader |-> l, members |-> ms, plan |-> p, stale |-> FALSE]
+    [kind |-> kind, gen |-> g, leader |-> l, members |-> ms, plan |-> p, stale |-> FALSE,
+     member |-> NoMember, old |-> NoMember, obj |-> NoMember, skip |-> FALSE,
+     cleader |-> NoMember, open |-> FALSE]
+
+(* updateStaticMemberAndRebalance's append (kind "Static"): the callback   *)
+(* needs the new and the old member id, the MemberMetadata it holds (obj:  *)
+(* that object's member id now -- a later replaceStaticMember renames it,  *)
+(* a removal drops it, NoMember), the JoinGroup's supportSkippingAssignment *)
+(* (skip), the leader when the join came (cleader), and whether that       *)
+(* JoinGroup is still unanswered (open: its responseCallback was not yet   *)
+(* invoked).                                                               *)
+StaticWrite(s, new, old, skip, curLeader) ==
+    [Write("Static", s.generation, s.leader, s.members, s.plan)
+        EXCEPT !.member = new, !.old = old, !.obj = new, !.skip = skip, !.cleader = curLeader,
+               !.open = TRUE]
+
 
 (* storeGroup(group, assignment, callback): synchronous success, or queued. *)
 StoreWrite(s, w) ==
@@ -798,24 +827,66 @@ ReplaceStaticMember(s, I, old, new, rl) ==
                          !.genLeaders = Relabel(@, old, new),
                          !.leaderLog = {IF p = <<s.generation, old>> THEN <<s.generation, new>> ELSE p : p \in @},
                          !.cassign = [c \in Clients |-> RL(@[c])],
-                         !.cmembers = [c \in Clients |-> RL(@[c])]]
+                         !.cmembers = [c \in Clients |-> RL(@[c])],
+                         !.writes = RenameWriteObjs(s1, {old}, new).writes]
     IN IF keep THEN s2 ELSE OrphanTimers(s2, old)
+
+(* updateStaticMemberAndRebalance's storeGroup callback for append w     *)
+(* with the error err it sees.  Success: group.maybeInvokeJoinCallback on  *)
+(* the MemberMetadata it holds (w.obj: the join parked there now, which a  *)
+(* second rejoin of the instance may have replaced) with the new member id *)
+(* and the generation and leader of the callback's group (an unloaded      *)
+(* group's, the append's).  Error: "revert the update of the static        *)
+(* member": updateMember(..., null) drops the object's parked JoinGroup,   *)
+(* replaceStaticMember(instance, new, old) renames it back (fencing what   *)
+(* the new id has parked), completeAndScheduleNextHeartbeatExpiration of   *)
+(* the old id, then the join's own responseCallback gets the error and no  *)
+(* member id.  Kafka's replaceStaticMember throws (IllegalArgumentException, *)
+(* no answer) when the new id is no longer a member (renamed by a second   *)
+(* rejoin, or removed): kgc's coordinator then reverts nothing and answers *)
+(* the join if it is still unanswered (it never is: the rename and the     *)
+(* removal answer it), so the step changes no client.  An unloaded group's *)
+(* revert touches only the Dead GroupMetadata.                            *)
+StaticStored(s, w, err) ==
+    LET m == w.member
+        live == ~w.stale
+        g == IF live THEN s.generation ELSE w.gen
+        l == IF live THEN s.leader ELSE w.leader
+        ms == IF live THEN s.members ELSE w.members
+        ok == IF w.skip
+              THEN JoinResp("NONE", m, g, l, IF l = m THEN ms ELSE {})
+              ELSE JoinResp("NONE", m, g, w.cleader, {})
+        W == {c \in Clients : s.cphase[c] = "JoinWait" /\ s.cwait[c] = m}
+        Answer(x, r) == IF w.open /\ W # {} THEN DeliverJoin(x, CHOOSE c \in W : TRUE, r) ELSE x
+    IN IF err = "NONE"
+       THEN IF live THEN InvokeJoin(s, w.obj, ok)
+            ELSE IF w.open /\ W # {}
+            THEN LET s1 == DeliverJoin(s, CHOOSE c \in W : TRUE, ok)
+                 IN IF ok.leader = m /\ MaxFailovers > 0
+                    THEN [s1 EXCEPT !.leaderLog = @ \cup {<<g, m>>}] ELSE s1
+            ELSE s
+       ELSE IF ~live \/ w.obj # m THEN Answer(s, JoinErr(err, NoMember))
+       ELSE LET I == s.minstance[m]
+                \* Kafka reads the "old" protocols after updateMember: the new ones stay
+                s1 == [s EXCEPT !.awaitingJoin = @ \ {m}, !.mprotocols[w.old] = s.mprotocols[m]]
+                s2 == ScheduleHeartbeat(ReplaceStaticMember(s1, I, m, w.old, s1.gstate = "Stable"), w.old)
+            IN Answer(s2, JoinErr(err, NoMember))
 
 (* GroupCoordinator.updateStaticMemberAndRebalance: a static member        *)
 (* rejoins with an unknown member id and gets a new one, and updateMember   *)
 (* gives it the protocols it sent.  Stable: if the next generation's       *)
 (* selectProtocol is the group's protocolName, the group is stored with    *)
-(* the new id, then the JoinGroup is answered with the current             *)
-(* generation: v9+ (skip) tells a rejoining leader it leads, with the      *)
-(* members, and to skip the assignor; before v9 the old leader id is       *)
-(* returned, so a rejoining leader acts as a follower.  The store is       *)
-(* synchronous and succeeds here (no asynchronous store in this spec yet:  *)
-(* the revert on a failed write is not modelled).  CompletingRebalance:    *)
-(* prepareRebalance (the leader may be assigning to the old id).           *)
-(* PreparingRebalance: the join waits like any other.  A Stable group whose *)
-(* selected protocol would change ("Group's selectedProtocol will change   *)
-(* because static member ... joined with change of protocol") is not      *)
-(* stored: maybePrepareRebalance.                                          *)
+(* the new id and the JoinGroup is answered in storeGroup's callback       *)
+(* (StaticStored): with StoreAsync it stays parked under the new id until  *)
+(* the StoreCallback step; without it the store succeeds at once.  The     *)
+(* answer carries the current generation: v9+ (skip) tells a rejoining     *)
+(* leader it leads, with the members, and to skip the assignor; before v9  *)
+(* the old leader id is returned, so a rejoining leader acts as a          *)
+(* follower.  CompletingRebalance: prepareRebalance (the leader may be     *)
+(* assigning to the old id).  PreparingRebalance: the join waits like any  *)
+(* other.  A Stable group whose selected protocol would change ("Group's    *)
+(* selectedProtocol will change because static member ... joined with      *)
+(* change of protocol") is not stored: maybePrepareRebalance.              *)
 UpdateStaticMemberAndRebalance(s, c, I, old, new, skip, jl) ==
     LET curLeader == s.leader
         Replaced(rl) ==
@@ -824,16 +895,15 @@ UpdateStaticMemberAndRebalance(s, c, I, old, new, skip, jl) ==
                        !.cwait[c] = new, !.resp = "PARKED", !.mprotocols[new] = s.jp]
         changes == LET p == Replaced(FALSE) IN p.gstate = "Stable" /\ p.protocol # SelectProtocol(p)
         s2 == Replaced(s.gstate = "Stable" /\ ~changes)
+        w == StaticWrite(s2, new, old, skip, curLeader)
     IN CASE changes -> MaybePrepareRebalance(s2, jl)
          [] s2.gstate = "Stable" ->
-              LET s3 == IF Bug = "static_replace_not_stored" THEN s2
-                        ELSE StoreGroup(s2, [exists |-> TRUE, gen |-> s2.generation, leader |-> s2.leader,
-                                             members |-> s2.members, plan |-> s2.plan])
-                  isLeader == s3.leader = new
-                  r == IF skip
-                       THEN JoinResp("NONE", new, s3.generation, s3.leader, IF isLeader THEN s3.members ELSE {})
-                       ELSE JoinResp("NONE", new, s3.generation, curLeader, {})
-              IN [InvokeJoin(s3, new, r) EXCEPT !.resp = "NONE"]
+              IF Bug = "static_replace_not_stored" THEN StaticStored([s2 EXCEPT !.resp = "NONE"], w, "NONE")
+              ELSE IF StoreAsync THEN StoreWrite(s2, w)
+              ELSE StaticStored([StoreGroup(s2, [exists |-> TRUE, gen |-> s2.generation,
+                                                 leader |-> s2.leader, members |-> s2.members,
+                                                 plan |-> s2.plan])
+                                 EXCEPT !.resp = "NONE"], w, "NONE")
          [] s2.gstate = "CompletingRebalance" -> PrepareRebalance(s2, jl)
          [] OTHER -> s2
 
@@ -1322,7 +1392,8 @@ GroupLoad ==
 (* error resetAndPropagateAssignmentError(group, error) (every parked      *)
 (* SyncGroup answered with it) and maybePrepareRebalance; on success       *)
 (* setAndPropagateAssignment and transitionTo(Stable).  Empty: the         *)
-(* callback of onCompleteJoin only logs a failure.                         *)
+(* callback of onCompleteJoin only logs a failure.  Static: the callback   *)
+(* of updateStaticMemberAndRebalance (StaticStored).                       *)
 StoreCallbackHandler(s, e, jl) ==
     LET w == Head(s.writes)
         err == CoordinatorErrorFor(e)
@@ -1333,7 +1404,8 @@ StoreCallbackHandler(s, e, jl) ==
               ELSE s0
         current == /\ w.kind = "Sync" /\ ~w.stale /\ s1.loaded
                    /\ s1.gstate = "CompletingRebalance" /\ s1.generation = w.gen
-    IN IF ~current THEN s1
+    IN IF w.kind = "Static" THEN StaticStored(s1, w, err)
+       ELSE IF ~current THEN s1
        ELSE IF err = "NONE"
        THEN [PropagateAssignment([s1 EXCEPT !.plan = w.plan], s1.members, "NONE")
              EXCEPT !.gstate = "Stable"]
@@ -1552,8 +1624,9 @@ TypeOK ==
     /\ cwait \in [Clients -> Ids]
     /\ genLeaders \subseteq MemberIds /\ genMembers \subseteq MemberIds
     /\ leaderLog \subseteq Nat \X MemberIds
-    /\ writes \in Seq([kind : {"Sync", "Empty"}, gen : Gens, leader : Ids, members : SUBSET MemberIds,
-                       plan : SUBSET MemberIds, stale : BOOLEAN])
+    /\ writes \in Seq([kind : {"Sync", "Empty", "Static"}, gen : Gens, leader : Ids, members : SUBSET MemberIds,
+                       plan : SUBSET MemberIds, stale : BOOLEAN, member : Ids, old : Ids, obj : Ids,
+                       skip : BOOLEAN, cleader : Ids, open : BOOLEAN])
     /\ StoreAsync \/ writes = <<>>
     /\ loading \in BOOLEAN /\ (loading => ~loaded)
     /\ lastAction.client \in Clients \cup {NoClient}
@@ -1649,9 +1722,13 @@ AssignmentMatchesGenerationMembers ==
 (* Every client waiting on a parked JoinGroup/SyncGroup has that request  *)
 (* parked in the live group, so it will be answered; a parked request is  *)
 (* answered (and forgotten) once; no two clients wait on one callback.    *)
-(* A request a client gave up on is superseded, not awaited.              *)
+(* A request a client gave up on is superseded, not awaited.  A static    *)
+(* rejoin parked in a Stable group that was unloaded waits on its append's *)
+(* callback instead (onGroupUnloaded answers no JoinGroup in Stable).      *)
 ParkedRequestAnsweredOnce ==
-    /\ \A c \in Clients : cphase[c] = "JoinWait" => (Live /\ cwait[c] \in awaitingJoin)
+    /\ \A c \in Clients : cphase[c] = "JoinWait" =>
+          \/ Live /\ cwait[c] \in awaitingJoin
+          \/ \E i \in DOMAIN writes : writes[i].stale /\ writes[i].open /\ writes[i].member = cwait[c]
     /\ \A c \in Clients : cphase[c] = "SyncWait" => (Live /\ cwait[c] \in awaitingSync)
     /\ \A c \in Clients : (cphase[c] \in {"JoinWait", "SyncWait"}) <=> (cwait[c] # NoMember)
     /\ \A c, d \in Clients : (c # d /\ cwait[c] # NoMember /\ cphase[c] = cphase[d]) => cwait[c] # cwait[d]

@@ -63,6 +63,43 @@ ClientSymmetry == Permutations(Clients)
 MaxWrites == 2
 StoreBound == Len(writes) <= MaxWrites
 
+(* Two premises on a static rejoin's append in flight (an ACTION_CONSTRAINT; *)
+(* each can be switched off, and the finding models do, to show what Kafka *)
+(* 3.x does without it):                                                   *)
+(*  - AppendBeatsSession: the append is acknowledged (or times out,         *)
+(*    offsets.commit.timeout.ms, 5 s by default) before a session timeout   *)
+(*    (group.min.session.timeout.ms, 6 s by default) of the member it holds *)
+(*    fires.  Without it Kafka loses that member's session timer            *)
+(*    (finding_static_rejoin_loses_session_timer): it fires without effect  *)
+(*    while the JoinGroup is parked, and the callback answers the join      *)
+(*    without scheduling another, so a member whose consumer then dies is   *)
+(*    never removed.                                                       *)
+(*  - AppendBeatsRebalance: no new generation forms before it is            *)
+(*    acknowledged.  Without it a failed append reverts the member id       *)
+(*    inside the next generation (finding_static_revert_after_rebalance):   *)
+(*    the leader assigns to the new id, the group holds the old one, which  *)
+(*    gets no assignment (AssignmentMatchesGenerationMembers).              *)
+(*  - AppendBeatsRejoin: the instance does not rejoin again before it is   *)
+(*    acknowledged.  Without it the first append's callback answers the     *)
+(*    second JoinGroup (maybeInvokeJoinCallback on the MemberMetadata,      *)
+(*    renamed since) with the first, replaced member id; after a reload     *)
+(*    from the first append, the second one's late acknowledgement stores   *)
+(*    the other id (finding_static_rejoin_answered_with_replaced_id:        *)
+(*    MemberIdSurvivesReload).                                             *)
+AppendBeatsSession == TRUE
+AppendBeatsRebalance == TRUE
+AppendBeatsRejoin == TRUE
+StaticAppendInFlight(m) ==
+    \E i \in DOMAIN writes : writes[i].kind = "Static" /\ ~writes[i].stale /\ writes[i].obj = m
+StaticAppendPrompt ==
+    /\ AppendBeatsSession =>
+         ~(lastAction'.name = "SessionTimeoutExpiry" /\ StaticAppendInFlight(Head(timers).member))
+    /\ AppendBeatsRebalance =>
+         ~(generation' # generation /\ loaded' /\ \E i \in DOMAIN writes : writes[i].kind = "Static" /\ ~writes[i].stale)
+    /\ AppendBeatsRejoin =>
+         ~(lastAction'.name = "JoinGroupUnknownMember" /\ lastAction'.client \in UNION Instances
+           /\ \E I \in Instances : lastAction'.client \in I /\ StaticAppendInFlight(staticMembers[I]))
+
 (* With static members: clients are interchangeable only within one        *)
 (* instance id, and among the dynamic clients.                             *)
 InstanceSymmetry ==

@@ -458,7 +458,14 @@ def apply_action(world: World, la: Mapping[str, Any], fire: Any = None) -> StepR
         store_gen = _head_write_gen(world)
         append = _append_error(la)
         res.requests.append(f"DeferredGroupStore.complete_next({append.name})")
+        group = world.group
+        statics = dict(group.static_members) if group is not None else {}
         world.complete_write(append)
+        # a static rejoin's failed append renames the member back (replaceStaticMember)
+        for instance, before in statics.items():
+            after = group.static_members.get(instance) if group is not None else None
+            if group is not None and after not in (None, before):
+                world.replaced_static_member(group, group.generation_id, before, after)
         res.response = coordinator_error_for_append(append).name
     else:
         raise UnknownAction(f"no implementation mapping for spec action {name!r}")

@@ -117,11 +117,19 @@ def timer_record(world: World, op: Any) -> Record:
     )
 
 
-def _plan_of(world: World, assignments: list[str]) -> frozenset[int]:
+def _plan_of(world: World, assignments: list[str], within: frozenset[str] = frozenset()) -> frozenset[int]:
+    """The member ids an assignment plan names, renamed as replaceStaticMember renamed them
+    since (World.renamed); a plan of a record holding members `within` keeps an id the
+    record holds (an append made before the rename, or the record a static rejoin's
+    append has not yet replaced, names the old id)."""
     plan: set[int] = set()
     for a in assignments:
-        plan.update(world.ids.spec(world.current_id(m)) for m in decode_plan(a))
+        plan.update(world.ids.spec(world.current_id(m, within)) for m in decode_plan(a))
     return frozenset(plan)
+
+
+def _record_plan(world: World, record: Any) -> frozenset[int]:
+    return _plan_of(world, [m.assignment for m in record.members], frozenset(m.member_id for m in record.members))
 
 
 def _store(world: World, history: bool) -> Record:
@@ -137,7 +145,7 @@ def _store(world: World, history: bool) -> Record:
             "gen": world.gen(record.generation_id),
             "leader": world.ids.spec(record.leader_id) if record.leader_id else NO_MEMBER,
             "members": frozenset(world.ids.spec(m.member_id) for m in record.members),
-            "plan": _plan_of(world, [m.assignment for m in record.members]),
+            "plan": _record_plan(world, record),
         }
     )
 
@@ -182,13 +190,49 @@ def _static_variables(world: World, history: bool) -> dict[str, TlaValue]:
     }
 
 
+def _closure_var(callback: Any, name: str) -> Any:
+    """A variable a storeGroup callback closes over (Kafka's lambdas hold `group`, and
+    updateStaticMemberAndRebalance's the member and its ids), or None."""
+    code = getattr(callback, "__code__", None)
+    if code is None or name not in code.co_freevars or callback.__closure__ is None:
+        return None
+    return callback.__closure__[code.co_freevars.index(name)].cell_contents
+
+
 def _callback_group(callback: Any) -> Any:
     """The GroupMetadata a storeGroup callback closes over (doSyncGroup's and onCompleteJoin's
-    both do, as Kafka's lambdas hold `group`), or None."""
-    code = getattr(callback, "__code__", None)
-    if code is None or "group" not in code.co_freevars or callback.__closure__ is None:
-        return None
-    return callback.__closure__[code.co_freevars.index("group")].cell_contents
+    both do), or None."""
+    return _closure_var(callback, "group")
+
+
+def _static_write_fields(world: World, callback: Any) -> dict[str, Any]:
+    """The fields of a Static write (updateStaticMemberAndRebalance's append): the new and
+    old member ids, the member id its MemberMetadata has now in the callback's group
+    (NoMember once renamed away or removed: the spec's obj), the JoinGroup's v9 flag, the
+    leader when it came, and whether that JoinGroup is still unanswered."""
+    new_member_id = _closure_var(callback, "new_member_id")
+    if new_member_id is None:
+        return {
+            "member": NO_MEMBER,
+            "old": NO_MEMBER,
+            "obj": NO_MEMBER,
+            "skip": False,
+            "cleader": NO_MEMBER,
+            "open": False,
+        }
+    group = _callback_group(callback)
+    member = _closure_var(callback, "member")
+    respond = _closure_var(callback, "respond")
+    leader = _closure_var(callback, "current_leader")
+    obj = member.member_id if group is not None and group.members.get(member.member_id) is member else None
+    return {
+        "member": world.ids.spec(new_member_id),
+        "old": world.ids.spec(_closure_var(callback, "old_member_id")),
+        "obj": world.ids.spec(obj) if obj is not None else NO_MEMBER,
+        "skip": bool(respond.supports_skip_assignment),
+        "cleader": world.ids.spec(leader) if leader else NO_MEMBER,
+        "open": not respond.answered,
+    }
 
 
 def _member_timeouts(world: World) -> tuple[tuple[int, int], ...]:
@@ -231,15 +275,17 @@ def writes_of(world: World) -> tuple[Record, ...]:
         return ()
     out = []
     for record, callback in store.pending_writes(GROUP_ID):
+        static = _static_write_fields(world, callback)
         out.append(
             Record(
                 {
-                    "kind": "Sync" if record.members else "Empty",
+                    "kind": "Static" if static["member"] != NO_MEMBER else "Sync" if record.members else "Empty",
                     "gen": world.gen(record.generation_id),
                     "leader": world.ids.spec(record.leader_id) if record.leader_id else NO_MEMBER,
                     "members": frozenset(world.ids.spec(m.member_id) for m in record.members),
-                    "plan": _plan_of(world, [m.assignment for m in record.members]),
+                    "plan": _record_plan(world, record),
                     "stale": _callback_group(callback) is not world.group,
+                    **static,
                 }
             )
         )
@@ -302,7 +348,9 @@ def coordinator_variables(world: World, history: bool) -> dict[str, TlaValue]:
             "newMembers": frozenset(ids.spec(m.member_id) for m in members if m.is_new),
             "pendingSync": frozenset(ids.spec(m) for m in group.pending_sync_members),
             "plan": (
-                _plan_of(world, [m.assignment for m in members]) if group.state is GroupState.Stable else frozenset()
+                _plan_of(world, [m.assignment for m in members], frozenset(m.member_id for m in members))
+                if group.state is GroupState.Stable
+                else frozenset()
             ),
             "newMemberAdded": bool(group.new_member_added),
             "genLeaders": leaders,

@@ -5,6 +5,7 @@ snapshot of an unloaded group)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -276,10 +277,11 @@ class World:
         """Whether a live op was made on its own (see made_alone), not in a loop over members."""
         return self.made_alone.get(id(op)) is op
 
-    def current_id(self, member_id: str) -> str:
-        """The id a member named in an assignment plan has now (see `renamed`)."""
+    def current_id(self, member_id: str, within: AbstractSet[str] = frozenset()) -> str:
+        """The id a member named in an assignment plan has now (see `renamed`), or the first
+        id on the way there that is `within` (the members of a record written meanwhile)."""
         seen = {member_id}
-        while member_id in self.renamed:
+        while member_id in self.renamed and member_id not in within:
             member_id = self.renamed[member_id]
             if member_id in seen:
                 break

@@ -137,6 +137,12 @@ def test_store_async_leader_sync_waits_for_the_store_callback() -> None:
                 "members": frozenset({1, 2}),
                 "plan": frozenset({1, 2}),
                 "stale": False,
+                "member": 0,
+                "old": 0,
+                "obj": 0,
+                "skip": False,
+                "cleader": 0,
+                "open": False,
             }
         ),
     )
@@ -153,6 +159,40 @@ def test_store_async_leader_sync_waits_for_the_store_callback() -> None:
     assert [x["stale"] for x in s["writes"]] == [True]
     s = run(w, Record({**act("StoreCallback"), "resp": "NONE"}))
     assert s["writes"] == () and s["store"]["gen"] == 1 and s["gstate"] == "Dead"
+
+
+def test_static_rejoin_in_stable_parks_until_its_append_and_reverts_on_an_error() -> None:
+    """updateStaticMemberAndRebalance in Stable with a deferred store: the JoinGroup of the
+    restarted static consumer parks under the new id, its append (kind Static) names the new
+    and old ids, the MemberMetadata's id now (obj) and whether the join is unanswered (open);
+    an append error renames the member back (the new id's timer an orphan) and answers the
+    join without a member id."""
+    k = replace(K, store_async=True, instances=(("c1",),))
+    w = World(k)
+    stable = (
+        act("JoinGroupUnknownMember", "c1"),
+        act("InitialDelayedJoin"),
+        act("SyncGroupLeader", "c1"),
+        act("StoreCallback"),
+        act("ClientCrash", "c1"),
+        act("ClientRestart", "c1"),
+    )
+    s = run(w, *stable)
+    assert s["gstate"] == "Stable" and s["members"] == {1} and s["writes"] == ()
+    res = apply_action(w, act("JoinGroupUnknownMember", "c1"))
+    assert res.last_action["resp"] == "PARKED" and res.last_action["newMember"] == 2
+    s = abstract_state(w)
+    assert s["members"] == {2} and s["awaitingJoin"] == {2} and s["store"]["members"] == {1}
+    (write,) = s["writes"]
+    assert write["kind"] == "Static" and write["members"] == {2} and write["plan"] == {2}
+    assert (write["member"], write["old"], write["obj"], write["cleader"], write["open"]) == (2, 1, 2, 1, True)
+    res = apply_action(w, Record({**act("StoreCallback"), "append": "NOT_ENOUGH_REPLICAS"}))
+    assert res.last_action["resp"] == "COORDINATOR_NOT_AVAILABLE"
+    s = abstract_state(w)
+    assert s["writes"] == () and s["members"] == {1} and s["awaitingJoin"] == set()
+    assert s["leader"] == 1 and s["plan"] == {1} and s["store"]["members"] == {1}
+    assert dict(s["cphase"])[C1] == "Unjoined" and dict(s["cmember"])[C1] == 0
+    assert [(x["member"], x["orphan"]) for x in s["timers"] if x["kind"] == "Heartbeat"] == [(2, True), (1, False)]
 
 
 def test_loading_window_answers_and_ends_with_a_load_or_an_unload() -> None:

@@ -59,16 +59,10 @@ COMMIT_WEIGHTS = {"HandleCommitOffsets": 3.0, "Heartbeat": 0.3}
 #: Stable consumer (the fault "resync") are modelled, and so are static members: each JoinGroup
 #: with member id "" and a group.instance.id is a consumer of its own, the clients of one
 #: instance id one of the spec's Instances.)
-#: - "a static member replaced in Stable with a deferred store": the spec's
-#:   UpdateStaticMemberAndRebalance stores synchronously.
 #: - "its consumer has -1": a heartbeat with the old generation after the consumer was told to
 #:   rejoin; the spec's consumer forgets its generation then (and Kafka's heartbeat thread
 #:   is disabled while it rejoins), so only an in-flight request could do this.
 NOT_MODELLED = {
-    # updateStaticMemberAndRebalance's storeGroup callback (the JoinGroup answered once the
-    # append completes; replaceStaticMember back to the old id on an append error)
-    "static-rejoin-in-stable-waits-for-the-store": "a static member replaced in Stable with a deferred store",
-    "static-rejoin-store-failure-reverts-to-the-old-member-id": "a static member replaced in Stable with a deferred store",
 }
 
 

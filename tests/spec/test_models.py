@@ -81,6 +81,9 @@ BUGS: dict[str, Expect] = {
 FINDINGS: dict[str, Expect] = {
     "finding_generation_reuse": Expect("GenerationLeaderUniqueAcrossFailovers", "invariant"),
     "finding_admin_leave_unanswered_sync": Expect("ParkedRequestAnsweredOnce", "invariant"),
+    "finding_static_rejoin_loses_session_timer": Expect("OneSessionTimerPerMember", "invariant"),
+    "finding_static_revert_after_rebalance": Expect("AssignmentMatchesGenerationMembers", "invariant"),
+    "finding_static_rejoin_answered_with_replaced_id": Expect("MemberIdSurvivesReload", "invariant"),
 }
 
 
