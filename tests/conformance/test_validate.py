@@ -62,8 +62,7 @@ COMMIT_WEIGHTS = {"HandleCommitOffsets": 3.0, "Heartbeat": 0.3}
 #: - "its consumer has -1": a heartbeat with the old generation after the consumer was told to
 #:   rejoin; the spec's consumer forgets its generation then (and Kafka's heartbeat thread
 #:   is disabled while it rejoins), so only an in-flight request could do this.
-NOT_MODELLED = {
-}
+NOT_MODELLED: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")
