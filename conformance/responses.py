@@ -360,6 +360,13 @@ class ResponseOracle:
     _joined: dict[int, set[str]] = field(default_factory=dict)  # generation -> members answered NONE
     _listed: dict[int, set[str]] = field(default_factory=dict)  # generation -> dynamic members listed
     _assignments: dict[str, str] = field(default_factory=dict)  # last seen, hosted group
+    _store_outcome: str | None = None  # what storeGroup hands the callback of the append completing now
+
+    def store_completing(self, error: str | None) -> None:
+        """A group-metadata append is being acknowledged (None: no longer) and storeGroup hands
+        its callback `error`: a parked SyncGroup answered meanwhile gets exactly that (doSyncGroup's
+        callback: setAndPropagateAssignment on NONE, else resetAndPropagateAssignmentError(error))."""
+        self._store_outcome = error
 
     def _find(self, name: str, what: str) -> None:
         self.findings.setdefault(name, []).append(what)
@@ -486,6 +493,8 @@ class ResponseOracle:
             self._find("ResponseAllowed", f"{req.text()} answered {name}: no row allows this situation")
             return
         allowed = row.later if req.returned else row.now
+        if req.kind == "sync" and req.returned and self._store_outcome is not None:
+            allowed = frozenset({self._store_outcome}) & row.later
         if name not in allowed:
             prop = "StaleGenerationRejected" if req.who == "stale" else "ResponseAllowed"
             when = "after it was parked" if req.returned else "at once"

@@ -4,7 +4,9 @@
 step the spec allows them (join with or without requireKnownMemberId, rejoin with changed
 metadata, sync as leader or follower, heartbeat, commit offsets with the generation they hold,
 leave, crash, restart, give up a parked request), time passing (a tick fires every due timer, as `kgc replay` does), the group moving
-away and back (unload, load), and requests no well-behaved consumer sends: unknown member ids,
+away and back (unload, load, a loading window in between), the group store acknowledging
+its appends later with success or any of Kafka's append errors (a DeferredGroupStore in some
+examples), and requests no well-behaved consumer sends: unknown member ids,
 stale or future generations, session timeouts outside the broker's bounds, OffsetCommits with
 generation -1 or to a group the coordinator has never seen. After every step
 every property of properties.py is checked on the abstract state (and the action properties
@@ -24,7 +26,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +46,11 @@ from kgc.conformance.abstraction import GROUP_ID, SpecConstants
 from kgc.conformance.properties import PropertyReport, check_state, check_step
 from kgc.conformance.recorder import CLIENT_ACTIONS, RunRecorder, enabled_actions
 from kgc.conformance.responses import ResponseOracle, response_checked
+from kgc.conformance.scenario import ScenarioError
 from kgc.conformance.timed_liveness import Deadlines, TimedLiveness
 from kgc.impl.coordinator import GroupCoordinator, LeaveMemberIdentity
+from kgc.impl.errors import Errors
+from kgc.impl.store import APPEND_ERROR_TO_COORDINATOR_ERROR, coordinator_error_for_append
 
 __all__ = [
     "DEFAULT_CONSTANTS",
@@ -133,6 +138,9 @@ _DISTURBANCES = (
     "fill_with_pending_members",
     "commit_to_unknown_group",
 )
+#: Kafka's append errors a store_callback reports (storeGroup's translation table, impl/store.py)
+APPEND_ERRORS = tuple(sorted(e.name for e in APPEND_ERROR_TO_COORDINATOR_ERROR))
+
 #: What the machine's consumers may do (enabled_actions' faults): every client event, and
 #: OffsetCommits from a consumer that holds a generation (Joined, Stable), the requests
 #: generations exist to fence.
@@ -245,6 +253,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
             type(self).on_example()  # type: ignore[misc]
         self.weights: dict[str, int] = dict(_WEIGHT)
         self.disturbances: set[str] = set(_DISTURBANCES)
+        self.warm_store_error = "NONE"  # how the warm start's write ends, with a deferred store
         self._start(self.constants)
 
     def _start(self, constants: SpecConstants) -> None:
@@ -300,6 +309,15 @@ class CoordinatorMachine(RuleBasedStateMachine):
                         "here it is:\n" + json.dumps(scenario_from_log(self.log.steps, self.k, note)) + "\n"
                     )
                     path = None
+                except ScenarioError as err:
+                    # the reference coordinator cannot take the logged requests: the finding
+                    # stands, with the requests as they were sent
+                    sys.stderr.write(
+                        f"kgc: cannot write the failing example as a scenario ({err}); its requests:\n"
+                        + json.dumps(self.log.steps)
+                        + "\n"
+                    )
+                    path = None
             violation = PropertyViolation(f"after step {step} ({self.rec.origins[-1]}): {report}", report, step, path)
             type(self).last_violation = violation
             raise violation
@@ -327,8 +345,18 @@ class CoordinatorMachine(RuleBasedStateMachine):
         self.disturbances = {name for name in _DISTURBANCES if rng.random() >= 0.5}
         opening = rng.choice(["none", "outwait", "stall-commit", "rejoin", "rejoin-race", "rejoin-late-leader", "none"])
         # the late leader's race needs the slow clock (a session shorter than the rebalance)
-        if self.slow_clock is not None and (opening == "rejoin-late-leader" or rng.random() >= 0.75):
-            self._start(self.slow_clock)
+        slow = self.slow_clock is not None and (opening == "rejoin-late-leader" or rng.random() >= 0.75)
+        constants = self.slow_clock if slow and self.slow_clock is not None else self.k
+        # some examples store the group as Kafka does, asynchronously: each append waits for
+        # a store_callback step, which may report any of Kafka's append errors
+        # (not under the late leader's race, which is about the session timers while the
+        # followers wait, not about the store)
+        if rng.random() >= 0.5 and opening != "rejoin-late-leader":
+            constants = replace(constants, store_async=True)
+            # and a quarter of those see the warm start's write fail (a rebalance follows)
+            self.warm_store_error = rng.choice(APPEND_ERRORS) if rng.random() >= 0.75 else "NONE"
+        if constants != self.k:
+            self._start(constants)
         most = min(len(self.k.clients), self.k.max_group_size or len(self.k.clients))
         # a formed group more often than not: most of what goes wrong happens when one rebalances
         self._warm_start(rng.choice([most, most, *range(most - 1, 0, -1), 0]), rng.random() < 0.5)
@@ -370,6 +398,9 @@ class CoordinatorMachine(RuleBasedStateMachine):
             view = rec.world.clients[c]
             if view.phase == "Joined":
                 rec.step("SyncGroupLeader" if view.leader else "SyncGroupFollower", c)
+        while self._writes_in_flight():
+            # the leader's assignment written (the group is Stable), or its append failed
+            self._store_callback(self.warm_store_error)
 
     def teardown(self) -> None:
         # steer towards fuller groups, where the size bound and rebalances bite
@@ -631,6 +662,50 @@ class CoordinatorMachine(RuleBasedStateMachine):
     def load(self) -> None:
         self.rec.step("GroupLoad")
 
+    @precondition(
+        lambda self: (
+            not self.rec.world.coordinator.is_coordinator_for(GROUP_ID)
+            and not self.rec.world.coordinator.is_loading(GROUP_ID)
+        )
+    )
+    @rule()
+    def load_begin(self) -> None:
+        """The group's partition starts loading here (the loading window): until `load`
+        (or an unload that ends the load), requests are answered COORDINATOR_LOAD_IN_PROGRESS,
+        a Heartbeat NONE and a SyncGroup REBALANCE_IN_PROGRESS, while the consumers and time
+        go on."""
+        self.rec.step("LoadBegin")
+
+    @precondition(lambda self: self.rec.world.coordinator.is_loading(GROUP_ID))
+    @rule()
+    def unload_during_load(self) -> None:
+        """The partition moves away again before its load finished
+        (GroupMetadataManager.removeGroupsAndOffsets drops it from loadingPartitions)."""
+        self.rec.step("GroupUnloadDuringLoad")
+
+    # -- the group store as Kafka has it: appends acknowledged later -------------------------
+    def _writes_in_flight(self) -> int:
+        store = self.rec.world.deferred_store()
+        return store.pending_for(GROUP_ID) if store is not None else 0
+
+    def _store_callback(self, append_error: str) -> None:
+        self.log.steps.append({"do": "store", "group": GROUP_ID, "error": append_error})
+        self.oracle.store_completing(coordinator_error_for_append(Errors[append_error]).name)
+        try:
+            self.rec.store_callback(append_error)
+        finally:
+            self.oracle.store_completing(None)
+
+    @precondition(lambda self: self._writes_in_flight() > 0)
+    @rule(failed=st.booleans(), append_error=st.sampled_from(APPEND_ERRORS))
+    def store_callback(self, failed: bool, append_error: str) -> None:
+        """The oldest group-metadata append in flight completes (GroupMetadataManager.storeGroup's
+        callback), with success or one of the errors Kafka's append can return, which storeGroup
+        translates (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, REBALANCE_IN_PROGRESS,
+        UNKNOWN_SERVER_ERROR) before the coordinator's callback sees it. Joins, leaves, expiries
+        and unloads happen while it is in flight, as the other rules choose."""
+        self._store_callback(append_error if failed else "NONE")
+
     # -- requests no well-behaved consumer sends ----------------------------------------------
     def _stray_ids(self, current_too: bool) -> list[str]:
         """Member ids for stray requests: one never handed out, those of members that are
@@ -660,8 +735,10 @@ class CoordinatorMachine(RuleBasedStateMachine):
             generation_offset = 0
         wrong_generation = kind in ("sync", "heartbeat", "commit") and generation_offset != 0
         # the empty member id too, except in a join (where it is a new member's): a LeaveGroup
-        # with it is an administrative removal by group.instance.id (KIP-345) naming none
-        ids = self._stray_ids(wrong_generation) + ([""] if kind != "join" else [])
+        # with it is an administrative removal by group.instance.id (KIP-345) naming none, its
+        # own branch of handleLeaveGroup, so drawn first there (sampled_from favours the head)
+        stray = self._stray_ids(wrong_generation)
+        ids = [""] + stray if kind == "leave" else stray if kind == "join" else stray + [""]
         member = data.draw(st.sampled_from(ids), label="member id")
         group = self.rec.world.group
         current = group.generation_id if group is not None else 0
@@ -773,7 +850,7 @@ def scenario_from_log(
     answered in it and the group's state. Member ids are written literally: replay generates
     the same ids (member-id seed 0, same client ids, same order)."""
     from kgc.conformance.replay import World, response_fields
-    from kgc.conformance.scenario import Scenario, ScenarioConfig, parse_step
+    from kgc.conformance.scenario import Scenario, ScenarioConfig, Store, parse_step
 
     k = constants
     cfg = {
@@ -782,6 +859,8 @@ def scenario_from_log(
         "initial_rebalance_delay_ms": k.ms(k.initial_delay),
         "max_group_size": k.max_group_size,
     }
+    if k.store_async:
+        cfg["store"] = "deferred"
     scenario = Scenario(
         name="hypothesis",
         source=note,
@@ -793,6 +872,10 @@ def scenario_from_log(
     out: list[dict[str, Any]] = []
     expected: set[str] = set()
     for index, (raw, step) in enumerate(zip(steps, scenario.steps)):
+        if isinstance(step, Store) and not world.coordinator.store.pending_for(step.group):
+            # the tested coordinator made a write the reference did not: nothing to complete
+            # here, so the file leaves the step out (it stays valid for both)
+            continue
         world.send(index, step)
         out.append(dict(raw))
         for rid, results in world.responses.items():

@@ -18,6 +18,11 @@ checker can test after every step, given the clock (`now`, in spec units):
   plus the initial delay, a parked SyncGroup within the rebalance timeout (the deadlines of the
   operations that hold them).
 
+A group-metadata append in flight (the spec's `writes`, an asynchronous store) holds
+CompletingRebalance and the parked SyncGroups until its callback (doSyncGroup's storeGroup);
+no coordinator timer bounds the log's latency, so those two clocks restart while one is in
+flight.
+
 The bounds are generous where Kafka's are intricate: any request of a member, any change of
 the group's state or generation and a (re)load count as hearing from every member it concerns,
 so a property never fails a run Kafka's timers allow. States are the spec's variables
@@ -67,7 +72,8 @@ class TimedLiveness:
         out: dict[str, list[str]] = {}
         phase = (s.get("loaded", True), s["gstate"], s.get("generation"))
         changed = phase != self._phase
-        if changed:
+        stored = bool(s.get("writes"))  # an append in flight: its callback ends the sync phase
+        if changed or (stored and phase[1] == "CompletingRebalance"):
             self._phase, self._phase_since = phase, now
         loaded, gstate = phase[0], phase[1]
         waited = now - self._phase_since
@@ -83,7 +89,7 @@ class TimedLiveness:
         silent = self._silent(s, now, changed)
         if silent:
             out["SilentMemberRemoved"] = silent
-        parked = self._parked(s, now)
+        parked = self._parked(s, now, stored)
         if parked:
             out["ParkedRequestAnswered"] = parked
         return out
@@ -114,7 +120,7 @@ class TimedLiveness:
                 bad.append(f"{what} {m} silent since {self._heard[m]}, now {now} (timeout {bound})")
         return bad
 
-    def _parked(self, s: Mapping[str, Any], now: int) -> list[str]:
+    def _parked(self, s: Mapping[str, Any], now: int, stored: bool) -> list[str]:
         phases = s.get("cphase")
         if phases is None:
             return []
@@ -124,7 +130,7 @@ class TimedLiveness:
                 self._waits.pop(c, None)
                 continue
             was = self._waits.get(c)
-            if was is None or was[0] != ph:
+            if was is None or was[0] != ph or (stored and ph == "SyncWait"):
                 self._waits[c] = (ph, now)
                 continue
             bound = d.rebalance + d.initial_delay if ph == "JoinWait" else d.rebalance

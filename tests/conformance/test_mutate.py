@@ -59,11 +59,11 @@ def test_a_known_bad_mutant_is_killed_by_replay(tmp_path: Path) -> None:
 
 
 # Measured on this sample (seed 20, 20 mutants of coordinator.py + delayed.py, 30 fuzz examples,
-# profile ci which is derandomized): replay 12-13/20, fuzz 9-10/20 since the response
-# properties (6-7/20 before), together 13-14/20. The floor is one mutant below the lower
-# figure. The draw follows the source: an edit to impl/ changes the sample, so re-measure then
-# (kgc mutate --sample 20 --seed 20 --detectors replay,fuzz).
-FLOOR = {"replay": 55.0, "fuzz": 40.0, "all": 60.0}
+# profile ci which is derandomized): replay 13/20, fuzz 11/20 since OffsetCommit, the loading
+# window and the deferred store entered the machine (9-10/20 before), together 13/20 (three runs
+# alike). The floor is one mutant below. The draw follows the source: an edit to impl/ changes
+# the sample, so re-measure then (kgc mutate --sample 20 --seed 20 --detectors replay,fuzz).
+FLOOR = {"replay": 60.0, "fuzz": 50.0, "all": 60.0}
 
 
 @pytest.mark.slow

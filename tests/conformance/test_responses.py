@@ -5,6 +5,7 @@ bug, or a defect written here) and holds on the real coordinator driven the same
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -205,6 +206,61 @@ def test_generation_members_joined(cls: type[GroupCoordinator], expect: str | No
     rec.step("ClientRejoin", "c1")
     rec.step("JoinGroupKnownMember", "c1", False)  # c2 never rejoins
     rec.tick(K.ms(K.rebalance))
+    found = _findings(rec, oracle)
+    assert (expect in found) if expect else found == {}, found
+
+
+@pytest.mark.parametrize(
+    ("cls", "expect"),
+    [
+        (GroupCoordinator, None),
+        (coordinator_class("commit_from_old_generation_accepted"), "StaleGenerationRejected"),
+        (coordinator_class("commit_from_unknown_member_accepted"), "ResponseAllowed"),
+    ],
+)
+def test_offset_commits_are_judged_by_validate_offset_commit(cls: type[GroupCoordinator], expect: str | None) -> None:
+    rec, oracle = _recorder(cls)
+    _stable(rec)
+    _findings(rec, oracle)
+    group = rec.world.group
+    assert group is not None
+    gen, member = group.generation_id, _member(rec, "c2")
+    for who, generation in ((member, gen), (member, gen - 1), ("gone-member", gen), ("", -1)):
+        _send(
+            rec,
+            "commit",
+            who,
+            lambda c, answer, who=who, generation=generation: c.handle_commit_offsets(
+                GROUP_ID, who, None, generation, {"t-0": 1}, answer
+            ),
+        )
+    rec.step("LeaveGroup", "c2")  # c2's member is gone; the group prepares a rebalance, same generation
+    _send(
+        rec,
+        "commit",
+        member,
+        lambda c, answer: c.handle_commit_offsets(GROUP_ID, member, None, gen, {"t-0": 2}, answer),
+    )
+    found = _findings(rec, oracle)
+    assert (expect in found) if expect else found == {}, found
+
+
+@pytest.mark.parametrize(
+    ("cls", "expect"),
+    [(GroupCoordinator, None), (coordinator_class("store_failure_treated_as_success"), "ResponseAllowed")],
+)
+def test_a_failed_store_is_what_the_parked_syncs_are_told(cls: type[GroupCoordinator], expect: str | None) -> None:
+    rec = RunRecorder(replace(K, store_async=True), response_checked(cls), lenient=True)
+    oracle: ResponseOracle = rec.world.coordinator.response_oracle  # type: ignore[attr-defined]
+    oracle.group_id = GROUP_ID
+    _completing(rec)
+    leader = next(c for c in ("c1", "c2") if rec.world.clients[c].leader)
+    rec.step("SyncGroupLeader", leader)  # parked until its append is acknowledged
+    rec.step("SyncGroupFollower", "c2" if leader == "c1" else "c1")
+    assert _findings(rec, oracle) == {}
+    oracle.store_completing("NOT_COORDINATOR")  # as the machine's store_callback does
+    rec.store_callback("NOT_LEADER_OR_FOLLOWER")
+    oracle.store_completing(None)
     found = _findings(rec, oracle)
     assert (expect in found) if expect else found == {}, found
 

@@ -76,6 +76,21 @@ def test_a_parked_request_must_be_answered_by_its_deadline() -> None:
     assert "SyncGroup" in _run(sync)["ParkedRequestAnswered"][0]
 
 
+def test_an_append_in_flight_holds_the_sync_phase_without_a_deadline() -> None:
+    """doSyncGroup's storeGroup: the leader's SyncGroup, its followers' and CompletingRebalance
+    wait for the append's callback, which no coordinator timer bounds; once it is acknowledged
+    the deadlines count again from then."""
+    write = ({"gen": 2},)
+    held = [_state(0)] + [
+        _state(t, "CompletingRebalance", generation=2, writes=write, cphase={C1: "SyncWait"}) for t in range(1, 9)
+    ]
+    assert _run(held) == {}
+    after = [_state(t, "CompletingRebalance", generation=2, writes=(), cphase={C1: "SyncWait"}) for t in range(9, 11)]
+    assert _run(held + after) == {}
+    late = _run(held + after + [_state(11, "CompletingRebalance", generation=2, writes=(), cphase={C1: "SyncWait"})])
+    assert "SyncCompletes" in late and "ParkedRequestAnswered" in late
+
+
 def test_states_without_a_clock_are_skipped() -> None:
     assert TimedLiveness(D).observe({"gstate": "PreparingRebalance"}) == {}
 
