@@ -59,11 +59,12 @@ def test_a_known_bad_mutant_is_killed_by_replay(tmp_path: Path) -> None:
 
 
 # Measured on this sample (seed 20, 20 mutants of coordinator.py + delayed.py, 30 fuzz examples,
-# profile ci which is derandomized): replay 13/20, fuzz 11/20 since OffsetCommit, the loading
-# window and the deferred store entered the machine (9-10/20 before), together 13/20 (three runs
-# alike). The floor is one mutant below. The draw follows the source: an edit to impl/ changes
-# the sample, so re-measure then (kgc mutate --sample 20 --seed 20 --detectors replay,fuzz).
-FLOOR = {"replay": 60.0, "fuzz": 50.0, "all": 60.0}
+# profile ci which is derandomized), with OffsetCommit, the loading window and the deferred
+# store in the machine: on the sample drawn from 1ddc7ca's coordinator.py, replay 14/20, fuzz
+# 10/20, together 14/20 (the sample before 897d530 edited impl/: 13, 11, 13 in three runs).
+# The floor is one mutant below. The draw follows the source: an edit to impl/ changes the
+# sample, so re-measure then (kgc mutate --sample 20 --seed 20 --detectors replay,fuzz).
+FLOOR = {"replay": 65.0, "fuzz": 45.0, "all": 65.0}
 
 
 @pytest.mark.slow
