@@ -29,8 +29,12 @@ Properties (names as reported):
   generation got its own JoinGroup answer for that generation (onCompleteJoin removes the
   members that did not rejoin and answers the rest); static members are kept without one.
 
-Requests carrying a group.instance.id are not in the table (static membership: the format-2
-scenarios of `kgc replay` check it); their answers are not judged.
+Requests carrying a group.instance.id have their own situations (`static_who`): Kafka 3.9's
+validateCurrentMember (FENCED_INSTANCE_ID when the instance maps to another member id,
+UNKNOWN_MEMBER_ID when it maps to none) before the dynamic checks, and a static JoinGroup with
+no member id replacing the instance's member (updateStaticMemberAndRebalance). A static
+member's parked JoinGroup or SyncGroup may also end FENCED_INSTANCE_ID (replaceStaticMember
+fences the old member's callbacks). Batch LeaveGroups (several members) are not judged.
 """
 
 from __future__ import annotations
@@ -87,6 +91,10 @@ _JOIN_LATER = "NONE UNKNOWN_MEMBER_ID NOT_COORDINATOR"
 #: or by onGroupUnloaded (NOT_COORDINATOR).
 _SYNC_LATER = "NONE REBALANCE_IN_PROGRESS COORDINATOR_NOT_AVAILABLE NOT_COORDINATOR UNKNOWN_SERVER_ERROR"
 _LIVE = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable")
+#: What GroupMetadataManager.storeGroup's callback can carry after a failed append (the append
+#: error mapped: COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, REBALANCE_IN_PROGRESS for a timeout,
+#: UNKNOWN_SERVER_ERROR for the rest).
+_STORE_ERRORS = "COORDINATOR_NOT_AVAILABLE NOT_COORDINATOR REBALANCE_IN_PROGRESS UNKNOWN_SERVER_ERROR"
 
 #: (kind, where, who) -> Row. `where`: the group's state, or NotCoordinator / Loading /
 #: NoGroup (validateGroupStatus, groupManager.getGroup None). `who`: for join "new" (unknown
@@ -97,7 +105,10 @@ _LIVE = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable")
 #: another generation), "stranger" (anyone else, pending members included); for commit the
 #: same, and "unversioned" (generation -1, the admin client or a consumer without group
 #: management) when there is no group or it is Empty; for leave "member", "pending",
-#: "stranger". "*" matches any.
+#: "stranger". "*" matches any. A request with a group.instance.id adds (static_who):
+#: "fenced" (the instance maps to another member id), "unknown-instance" (it maps to none), for
+#: join "static-replace" (no member id, the instance maps to a member) and "static-pending" (a
+#: pending member's id with an instance id); otherwise it is classified as a dynamic request.
 RESPONSE_TABLE: dict[tuple[str, str, str], Row] = {
     # -- validateGroupStatus, first in every handler ---------------------------------------
     ("*", "NotCoordinator", "*"): _row("NOT_COORDINATOR", cite="validateGroupStatus: !isCoordinatorForGroup"),
@@ -308,6 +319,74 @@ RESPONSE_TABLE: dict[tuple[str, str, str], Row] = {
         )
         for who in ("leader", "follower")
     },
+    # -- requests with a group.instance.id (static membership, KIP-345) ----------------------
+    **{
+        (kind, s, "fenced"): _row(
+            "FENCED_INSTANCE_ID",
+            cite=f"{handler}: validateCurrentMember: currentStaticMemberId(instanceId) != memberId",
+        )
+        for kind, handler in (
+            ("sync", "doSyncGroup"),
+            ("heartbeat", "handleHeartbeat"),
+            ("leave", "handleLeaveGroup"),
+            ("commit", "validateOffsetCommit"),
+        )
+        for s in _LIVE
+    },
+    **{
+        (kind, s, "unknown-instance"): _row(
+            "UNKNOWN_MEMBER_ID",
+            cite=f"{handler}: validateCurrentMember: currentStaticMemberId(instanceId) is None",
+        )
+        for kind, handler in (
+            ("sync", "doSyncGroup"),
+            ("heartbeat", "handleHeartbeat"),
+            ("leave", "handleLeaveGroup (a member id; with none, the admin removal: currentStaticMemberId None)"),
+            ("commit", "validateOffsetCommit"),
+        )
+        for s in _LIVE
+    },
+    **{
+        ("join", s, "fenced"): _row(
+            "FENCED_INSTANCE_ID INCONSISTENT_GROUP_PROTOCOL",
+            cite="doCurrentMemberJoinGroup: supportsProtocols, then validateCurrentMember: another member id",
+        )
+        for s in _LIVE
+    },
+    **{
+        ("join", s, "unknown-instance"): _row(
+            "UNKNOWN_MEMBER_ID INCONSISTENT_GROUP_PROTOCOL",
+            cite="doCurrentMemberJoinGroup: supportsProtocols, then validateCurrentMember: instance maps to none",
+        )
+        for s in _LIVE
+    },
+    **{
+        ("join", s, "static-pending"): _row(
+            "UNKNOWN_SERVER_ERROR INCONSISTENT_GROUP_PROTOCOL",
+            cite="doCurrentMemberJoinGroup: isPendingMember with an instance id throws IllegalStateException "
+            "(KafkaApis answers UNKNOWN_SERVER_ERROR)",
+        )
+        for s in _LIVE
+    },
+    ("join", "PreparingRebalance", "static-replace"): _row(
+        "NONE INCONSISTENT_GROUP_PROTOCOL",
+        _JOIN_LATER,
+        "doStaticNewMemberJoinGroup -> updateStaticMemberAndRebalance: case PreparingRebalance (the join "
+        "waits in the rebalance; handleJoinGroup's checkAndComplete may complete it at once)",
+    ),
+    ("join", "CompletingRebalance", "static-replace"): _row(
+        "NONE INCONSISTENT_GROUP_PROTOCOL",
+        _JOIN_LATER,
+        "updateStaticMemberAndRebalance: case CompletingRebalance -> prepareRebalance (complete at once "
+        "when the static member is the only one)",
+    ),
+    ("join", "Stable", "static-replace"): _row(
+        f"NONE INCONSISTENT_GROUP_PROTOCOL {_STORE_ERRORS}",
+        f"{_JOIN_LATER} {_STORE_ERRORS}",
+        "updateStaticMemberAndRebalance: case Stable, same selected protocol -> storeGroup: NONE with the "
+        "current generation, or the store's error (the replacement reverted); a protocol change -> "
+        "maybePrepareRebalance",
+    ),
 }
 
 
@@ -339,12 +418,14 @@ class _Request:
     who: str
     generation: int | None = None
     assignment: dict[str, str] | None = None
+    instance: str | None = None
     returned: bool = False  # the handler's call is over
     answered: bool = False
 
     def text(self) -> str:
         gen = f", generation {self.generation}" if self.generation is not None else ""
-        return f"{self.kind} #{self.n} ({self.member or 'no member id'}{gen}; {self.where}, {self.who})"
+        inst = f", instance {self.instance}" if self.instance is not None else ""
+        return f"{self.kind} #{self.n} ({self.member or 'no member id'}{gen}{inst}; {self.where}, {self.who})"
 
 
 @dataclass
@@ -361,6 +442,7 @@ class ResponseOracle:
     _listed: dict[int, set[str]] = field(default_factory=dict)  # generation -> dynamic members listed
     _assignments: dict[str, str] = field(default_factory=dict)  # last seen, hosted group
     _store_outcome: str | None = None  # what storeGroup hands the callback of the append completing now
+    _owners: dict[str, str] = field(default_factory=dict)  # group.instance.id -> member id, last seen
 
     def store_completing(self, error: str | None) -> None:
         """A group-metadata append is being acknowledged (None: no longer) and storeGroup hands
@@ -405,6 +487,31 @@ class ResponseOracle:
         return "leader" if group.leader_id == member else "follower"
 
     @staticmethod
+    def static_who(c: GroupCoordinator, group_id: str, kind: str, member: str, instance: str, dynamic: str) -> str:
+        """The situation of a request carrying group.instance.id `instance` (`dynamic`: the
+        one it would have without). Kafka 3.9 checks the instance before the member id:
+        validateCurrentMember for a known member id (FENCED_INSTANCE_ID when the instance maps
+        to another id, UNKNOWN_MEMBER_ID when to none); a JoinGroup with no member id replaces
+        the instance's member (doStaticNewMemberJoinGroup); a LeaveGroup with none removes it
+        (the admin's removal by instance id); a pending member is never static."""
+        group = c._groups.get(group_id)
+        if group is None or dynamic == "unversioned":
+            # getGroup None: answered before any member check; validateOffsetCommit accepts a
+            # generation -1 commit to an Empty group before it looks at the member or instance
+            return dynamic
+        owner = group.current_static_member_id(instance)
+        if member == UNKNOWN_MEMBER_ID and kind == "join":
+            return "static-replace" if owner is not None else "new"
+        if member == UNKNOWN_MEMBER_ID and kind == "leave":
+            return "member" if owner is not None else "unknown-instance"
+        if member in group.pending_members and kind in ("join", "leave"):
+            # doCurrentMemberJoinGroup throws; handleLeaveGroup removes the pending member first
+            return "static-pending" if kind == "join" else "pending"
+        if owner is None:
+            return "unknown-instance"
+        return "fenced" if owner != member else dynamic
+
+    @staticmethod
     def _room(c: GroupCoordinator, group_id: str, member: str) -> bool:
         """Kafka's acceptJoiningMember, counted from the members themselves."""
         group = c._groups.get(group_id)
@@ -430,18 +537,23 @@ class ResponseOracle:
         assignment: Mapping[str, str] | None = None,
         rk: bool = False,
         session_ok: bool = True,
+        instance: str | None = None,
     ) -> _Request:
         self._count += 1
         where = self.where(c, group_id)
         who = self.who(c, group_id, kind, member, generation)
+        if instance is not None:
+            who = self.static_who(c, group_id, kind, member, instance, who)
         if kind == "join" and where not in ("NotCoordinator", "Loading", "Dead"):
             if not session_ok:
                 who = "bad-session"
             elif not self._room(c, group_id, member):
                 who = "full"
-            elif who == "new" and rk:
+            elif who == "new" and rk and instance is None:
                 who = "new-rk"
-        req = _Request(self._count, kind, member, where, who, generation, dict(assignment or {}) or None)
+        req = _Request(
+            self._count, kind, member, where, who, generation, dict(assignment or {}) or None, instance=instance
+        )
         if kind == "sync" and where == "CompletingRebalance" and who == "leader" and generation is not None:
             group = c._groups[group_id]
             filled = {m: "" for m in group.members}
@@ -459,7 +571,7 @@ class ResponseOracle:
         added)."""
         req.returned = True
         self._check_assignments(c)
-        if req.answered or req.who == "static":
+        if req.answered or req.who == "batch":
             return
         row = row_for(req.kind, req.where, req.who)
         if row is not None and not row.later:
@@ -482,7 +594,7 @@ class ResponseOracle:
     # -- answers -------------------------------------------------------------------------------
     def answered(self, req: _Request, result: Any) -> None:
         req.answered = True
-        if req.who == "static":
+        if req.who == "batch":
             return
         if req.kind == "leave" and isinstance(result, LeaveGroupResult):
             self._check_leave(req, result)
@@ -495,6 +607,10 @@ class ResponseOracle:
         allowed = row.later if req.returned else row.now
         if req.kind == "sync" and req.returned and self._store_outcome is not None:
             allowed = frozenset({self._store_outcome}) & row.later
+        if req.returned and req.instance is not None and req.kind in ("join", "sync"):
+            # GroupMetadata.replaceStaticMember answers the replaced member's parked JoinGroup and
+            # SyncGroup FENCED_INSTANCE_ID
+            allowed = allowed | {"FENCED_INSTANCE_ID"}
         if name not in allowed:
             prop = "StaleGenerationRejected" if req.who == "stale" else "ResponseAllowed"
             when = "after it was parked" if req.returned else "at once"
@@ -504,13 +620,14 @@ class ResponseOracle:
                 f"{req.text()} answered {name} {when}; Kafka ({row.cite}) answers "
                 f"{' or '.join(sorted(allowed)) or 'nothing'} {when}{park}",
             )
-        if req.kind == "join" and getattr(result, "skip_assignment", False):
+        skip = req.kind == "join" and bool(getattr(result, "skip_assignment", False))
+        if skip and not (req.who == "static-replace" and req.where == "Stable"):
             self._find(
                 "ResponseAllowed",
                 f"{req.text()} answered with skipAssignment; Kafka sets it only for a static leader "
                 "rejoining a Stable group (updateStaticMemberAndRebalance, KIP-814)",
             )
-        if req.kind == "join" and isinstance(result, JoinGroupResult) and name == "NONE":
+        if req.kind == "join" and isinstance(result, JoinGroupResult) and name == "NONE" and not skip:
             self._joined.setdefault(result.generation_id, set()).add(result.member_id)
             if result.members:
                 listed = {m.member_id for m in result.members if m.group_instance_id is None}
@@ -600,11 +717,20 @@ class ResponseOracle:
             return
         now = {m: md.assignment for m, md in group.members.items()}
         changed = {m: a for m, a in now.items() if a and self._assignments.get(m) != a}
-        self._assignments = now
+        seen, self._assignments = self._assignments, now
+        owners, self._owners = self._owners, dict(group.static_members)
         if not changed:
             return
         sent = self._leader_assignment.get(group.generation_id)
         for member, assignment in sorted(changed.items()):
+            instance = group.members[member].group_instance_id
+            previous = owners.get(instance) if instance is not None else None
+            if previous not in (None, member) and seen.get(previous or "") == assignment:
+                # replaceStaticMember: the new member id takes over the replaced one's assignment
+                # (in any state: a rebalance keeps assignments until CompletingRebalance resets them)
+                if sent is not None and sent.get(previous or "", "") == assignment:
+                    sent[member] = assignment
+                continue
             if sent is None or sent.get(member, "") != assignment:
                 origin = (
                     f"the leader of generation {group.generation_id} sent {sent.get(member, '')!r}"
@@ -653,9 +779,15 @@ def response_checked(coordinator_class: type[GroupCoordinator]) -> type[GroupCoo
         ) -> None:
             oracle = self.response_oracle
             session_ok = self.config.min_session_timeout_ms <= session_timeout_ms <= self.config.max_session_timeout_ms
-            req = oracle.arrive(self, "join", group_id, member_id or "", rk=require_known_member, session_ok=session_ok)
-            if group_instance_id is not None:
-                req.who = "static"
+            req = oracle.arrive(
+                self,
+                "join",
+                group_id,
+                member_id or "",
+                rk=require_known_member,
+                session_ok=session_ok,
+                instance=group_instance_id,
+            )
             before = oracle.members_before(self, group_id)
             super().handle_join_group(
                 group_id,
@@ -686,10 +818,14 @@ def response_checked(coordinator_class: type[GroupCoordinator]) -> type[GroupCoo
         ) -> None:
             oracle = self.response_oracle
             req = oracle.arrive(
-                self, "sync", group_id, member_id, generation=generation, assignment=group_assignment or {}
+                self,
+                "sync",
+                group_id,
+                member_id,
+                generation=generation,
+                assignment=group_assignment or {},
+                instance=group_instance_id,
             )
-            if group_instance_id is not None:
-                req.who = "static"
             super().handle_sync_group(
                 group_id,
                 generation,
@@ -711,9 +847,9 @@ def response_checked(coordinator_class: type[GroupCoordinator]) -> type[GroupCoo
             response_callback: Callable[[Errors], None],
         ) -> None:
             oracle = self.response_oracle
-            req = oracle.arrive(self, "heartbeat", group_id, member_id, generation=generation_id)
-            if group_instance_id is not None:
-                req.who = "static"
+            req = oracle.arrive(
+                self, "heartbeat", group_id, member_id, generation=generation_id, instance=group_instance_id
+            )
             super().handle_heartbeat(
                 group_id, member_id, group_instance_id, generation_id, _answer(oracle, req, response_callback)
             )
@@ -729,9 +865,9 @@ def response_checked(coordinator_class: type[GroupCoordinator]) -> type[GroupCoo
             response_callback: Callable[[dict[str, Errors]], None],
         ) -> None:
             oracle = self.response_oracle
-            req = oracle.arrive(self, "commit", group_id, member_id, generation=generation_id)
-            if group_instance_id is not None:
-                req.who = "static"
+            req = oracle.arrive(
+                self, "commit", group_id, member_id, generation=generation_id, instance=group_instance_id
+            )
             super().handle_commit_offsets(
                 group_id, member_id, group_instance_id, generation_id, offsets, _answer(oracle, req, response_callback)
             )
@@ -745,11 +881,13 @@ def response_checked(coordinator_class: type[GroupCoordinator]) -> type[GroupCoo
         ) -> None:
             oracle = self.response_oracle
             members = list(leaving_members or [])
-            if len(members) == 1 and members[0].group_instance_id is None:
-                req = oracle.arrive(self, "leave", group_id, members[0].member_id)
+            if len(members) == 1:
+                req = oracle.arrive(
+                    self, "leave", group_id, members[0].member_id, instance=members[0].group_instance_id
+                )
             else:
                 req = oracle.arrive(self, "leave", group_id, "")
-                req.who = "static"  # batch or static leaves: not in the table
+                req.who = "batch"  # several members in one request: not in the table
             super().handle_leave_group(group_id, members, _answer(oracle, req, response_callback))
             oracle.returned(self, req, group_id, set())
 

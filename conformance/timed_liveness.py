@@ -77,10 +77,15 @@ class TimedLiveness:
             self._phase, self._phase_since = phase, now
         loaded, gstate = phase[0], phase[1]
         waited = now - self._phase_since
-        if loaded and gstate == "PreparingRebalance" and waited > d.rebalance + d.initial_delay:
+        bound = d.rebalance + d.initial_delay
+        if _has_static_member(s):
+            # onCompleteJoin keeps static members that did not rejoin; with none rejoined it
+            # postpones the rebalance (another DelayedJoin) until their sessions expire
+            bound += d.session
+        if loaded and gstate == "PreparingRebalance" and waited > bound:
             out["RebalanceCompletes"] = [
-                f"PreparingRebalance since {self._phase_since}, now {now} "
-                f"(rebalance timeout {d.rebalance} + initial delay {d.initial_delay})"
+                f"PreparingRebalance since {self._phase_since}, now {now} (bound {bound}: rebalance timeout "
+                f"{d.rebalance} + initial delay {d.initial_delay}, + session {d.session} with static members)"
             ]
         if loaded and gstate == "CompletingRebalance" and waited > d.rebalance:
             out["SyncCompletes"] = [
@@ -100,6 +105,8 @@ class TimedLiveness:
         members, pending = set(s["members"]), set(s.get("pending", ()))
         waiting = set(s.get("awaitingJoin", ())) | set(s.get("awaitingSync", ()))
         new = set(s.get("newMembers", ()))
+        minstance = s.get("minstance", {})
+        static = {m for m in members if _instance_of(minstance, m)}
         la = s.get("lastAction") or {}
         spoke = {la.get("member", 0), la.get("newMember", 0)} if hasattr(la, "get") else set()
         present = members | pending
@@ -112,6 +119,10 @@ class TimedLiveness:
                 continue
             if m in pending:
                 bound, what = self.deadlines.session, "pending member"
+            elif m in new and m in waiting and m in static:
+                # updateStaticMemberAndRebalance moves a new static member to a new id and
+                # reschedules its DelayedHeartbeat with the session timeout; it stays new
+                bound, what = max(self.deadlines.new_member_timeout, self.deadlines.session), "new static member"
             elif m in new and m in waiting:
                 bound, what = self.deadlines.new_member_timeout, "new member"
             else:
@@ -138,3 +149,20 @@ class TimedLiveness:
                 kind = "JoinGroup" if ph == "JoinWait" else "SyncGroup"
                 bad.append(f"client {c}'s {kind} parked since {was[1]}, now {now} (bound {bound})")
         return bad
+
+
+def _instance_of(minstance: Any, member: int) -> bool:
+    """Whether `member` was handed out with a group.instance.id: the spec's minstance, a
+    function on 1..N (a tuple in the abstraction and in ITF) to an instance, the set of its
+    clients (NoInstance: the empty set)."""
+    if isinstance(minstance, (tuple, list)):
+        value = minstance[member - 1] if 1 <= member <= len(minstance) else None
+    else:
+        value = minstance.get(member) if hasattr(minstance, "get") else None
+    return bool(value)
+
+
+def _has_static_member(s: Mapping[str, Any]) -> bool:
+    """Whether a member of state `s` has a group.instance.id."""
+    minstance = s.get("minstance", ())
+    return any(_instance_of(minstance, m) for m in s.get("members", ()))

@@ -301,6 +301,7 @@ class GroupCoordinator:
                     "session_timeout_ms": session_timeout_ms,
                     "protocol_type": protocol_type,
                     "protocols": protocols,
+                    "supports_skip_assignment": supports_skip_assignment,
                 },
             )
         try:

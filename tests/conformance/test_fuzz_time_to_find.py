@@ -20,7 +20,9 @@ pytestmark = pytest.mark.slow
 
 #: about a minute of examples at load 20 on this 2-core machine (119-233 examples ran in 45 s
 #: there); the slowest find measured on these sequences took 74 examples (README, "Fuzz alone")
-BUDGET_EXAMPLES = 150
+#: 300 since static consumers joined the machine (the two SyncGroup bugs then missed seed 2
+#: in 150; found within 300)
+BUDGET_EXAMPLES = 300
 #: a cap on the test's own time, far above the budget's minute
 WALL_CAP_S = 300.0
 #: None: the derandomized sequence (what `kgc fuzz --profile ci` runs); ints: Hypothesis seeds
@@ -44,7 +46,11 @@ HUNTED = (
     "rebalance_timeout_keeps_member",
     "propagate_no_heartbeat_reschedule",
     "commit_from_unknown_member_accepted",
+    "static_replace_not_stored",
+    "static_replace_keeps_old_member",
 )
+#: found on most sequences, not held: fenced_instance_not_checked missed seed 1 in 300 examples
+#: once the deferred store joined the machine (replay and conform catch it)
 
 
 @pytest.mark.parametrize("seed", SEEDS)

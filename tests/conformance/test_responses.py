@@ -20,6 +20,10 @@ from kgc.impl.errors import Errors
 from kgc.impl.group import GroupMetadata, GroupState
 
 K = DEFAULT_CONSTANTS
+#: c1 static, c2 and c3 configured with one group.instance.id (a consumer and the process that
+#: takes its instance over); room for a third member, since acceptJoiningMember counts a static
+#: JoinGroup with no member id as a new member (at group.max.size: GROUP_MAX_SIZE_REACHED)
+K_STATIC = replace(K, instances=(("c1",), ("c2", "c3")), max_group_size=3)
 
 
 class StaleHeartbeatAccepted(GroupCoordinator):
@@ -51,8 +55,21 @@ class FollowerInstallsAssignment(GroupCoordinator):
         super()._sync_group(group_id, generation, member_id, *rest)
 
 
-def _recorder(cls: type[GroupCoordinator]) -> tuple[RunRecorder, ResponseOracle]:
-    rec = RunRecorder(K, response_checked(cls), lenient=True)
+class UnknownInstanceAccepted(GroupCoordinator):
+    """validateCurrentMember without its UNKNOWN_MEMBER_ID for a group.instance.id that maps to
+    no member (the mutant `coordinator:544` of README's mutation sample): a current member's
+    request carrying an unknown instance id is accepted."""
+
+    def _validate_current_member(
+        self, group: GroupMetadata, member_id: str, group_instance_id: str | None
+    ) -> Errors | None:
+        if group_instance_id is not None and group.current_static_member_id(group_instance_id) is None:
+            group_instance_id = None
+        return super()._validate_current_member(group, member_id, group_instance_id)
+
+
+def _recorder(cls: type[GroupCoordinator], k: Any = K) -> tuple[RunRecorder, ResponseOracle]:
+    rec = RunRecorder(k, response_checked(cls), lenient=True)
     oracle: ResponseOracle = rec.world.coordinator.response_oracle  # type: ignore[attr-defined]
     oracle.group_id = GROUP_ID
     return rec, oracle
@@ -105,6 +122,19 @@ def test_every_row_cites_kafka_and_every_situation_has_a_row() -> None:
         ("commit", w, "unversioned") for w in ("NoGroup", "Empty") if row_for("commit", w, "unversioned") is None
     ]
     assert not missing
+    # requests with a group.instance.id, in the states where the group has members
+    static = {
+        "join": ("fenced", "unknown-instance", "static-pending"),
+        "sync": ("fenced", "unknown-instance"),
+        "heartbeat": ("fenced", "unknown-instance"),
+        "leave": ("fenced", "unknown-instance"),
+    }
+    live = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable")
+    missing = [(k, w, who) for k, ws in static.items() for w in live for who in ws if row_for(k, w, who) is None]
+    missing += [w for w in live[1:] if row_for("join", w, "static-replace") is None]
+    assert not missing
+    # a static member is never replaced in Empty (it has no members): Kafka throws there
+    assert row_for("join", "Empty", "static-replace") is None
 
 
 @pytest.mark.parametrize(
@@ -277,3 +307,65 @@ def test_the_machine_reports_a_response_property() -> None:
     result = hunt(coordinator_class("heartbeat_rebalances_stable"), 300.0, max_examples=150)
     assert result.violation is not None, (result.examples, result.error)
     assert "ResponseAllowed" in result.violation.report.violations, result.violation
+
+
+@pytest.mark.parametrize(
+    ("cls", "expect"),
+    [(GroupCoordinator, None), (UnknownInstanceAccepted, "ResponseAllowed")],
+)
+def test_an_unknown_instance_id_is_turned_away(cls: type[GroupCoordinator], expect: str | None) -> None:
+    """A member's Heartbeat and SyncGroup carrying a group.instance.id that maps to no member:
+    validateCurrentMember answers UNKNOWN_MEMBER_ID (the machine's stray requests send them)."""
+    rec, oracle = _recorder(cls, K_STATIC)
+    _stable(rec)
+    assert _findings(rec, oracle) == {}
+    member, generation = rec.world.clients["c1"].member, rec.world.clients["c1"].gen
+    _send(rec, "heartbeat", member, lambda c, a: c.handle_heartbeat(GROUP_ID, member, "instance-x", generation, a))
+    _send(
+        rec,
+        "sync",
+        member,
+        lambda c, a: c.handle_sync_group(GROUP_ID, generation, member, None, None, "instance-x", {}, a),
+    )
+    found = _findings(rec, oracle)
+    assert (expect in found) if expect else found == {}, found
+
+
+@pytest.mark.parametrize(
+    ("cls", "expect"),
+    [(GroupCoordinator, None), (coordinator_class("fenced_instance_not_checked"), "ResponseAllowed")],
+)
+def test_the_replaced_process_is_fenced(cls: type[GroupCoordinator], expect: str | None) -> None:
+    """c3 takes over the instance c2 runs with (its JoinGroup with no member id replaces c2's
+    member: updateStaticMemberAndRebalance, answered at once in Stable, skip_assignment when it
+    replaces the leader); c2, not told, heartbeats: FENCED_INSTANCE_ID."""
+    rec, oracle = _recorder(cls, K_STATIC)
+    _stable(rec)
+    leads = rec.world.clients["c2"].leader
+    rec.step("JoinGroupUnknownMember", "c3", True)  # JoinGroup v9
+    assert rec.world.clients["c3"].phase == "Joined"
+    assert _findings(rec, oracle) == {}
+    assert rec.world.clients["c3"].leader == leads
+    rec.step("Heartbeat", "c2")
+    found = _findings(rec, oracle)
+    assert (expect in found) if expect else found == {}, found
+
+
+def test_a_static_leader_rejoining_a_stable_group_may_skip_assignment() -> None:
+    """KIP-814: the replaced static leader is answered with skipAssignment; only there."""
+    rec, oracle = _recorder(GroupCoordinator, K_STATIC)
+    _stable(rec)
+    leader = next(c for c in ("c1", "c2") if rec.world.clients[c].leader)
+    skipped: list[bool] = []
+    original = oracle.answered
+
+    def answered(req: Any, result: Any) -> None:
+        skipped.append(bool(getattr(result, "skip_assignment", False)))
+        original(req, result)
+
+    oracle.answered = answered  # type: ignore[method-assign]
+    rec.step("ClientCrash", leader)
+    rec.step("ClientRestart", leader)
+    rec.step("JoinGroupUnknownMember", leader, True)
+    assert skipped == [True]
+    assert _findings(rec, oracle) == {}

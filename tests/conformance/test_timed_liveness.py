@@ -68,6 +68,26 @@ def test_a_silent_member_must_be_gone_by_its_session_timeout() -> None:
     assert "new member 1" in " ".join(_run(new)["SilentMemberRemoved"])
 
 
+def test_a_new_static_member_may_stay_until_its_session_timeout() -> None:
+    """updateStaticMemberAndRebalance hands a new static member a new id and reschedules its
+    DelayedHeartbeat with the session timeout while it stays new: its bound is the longer of
+    the two timeouts (here the new-member timeout is 2, the session 4)."""
+    d = Deadlines(session=4, rebalance=2, initial_delay=1, new_member_timeout=2)
+    m = frozenset({1})
+    waiting = dict(members=m, awaitingJoin=m, newMembers=m, gstate="PreparingRebalance")
+
+    def run(minstance: tuple[Any, ...], until: int) -> dict[str, list[str]]:
+        checker, found = TimedLiveness(d), {}
+        for t in range(0, until):
+            found.update(checker.observe(_state(t, minstance=minstance, **waiting)))
+        return found
+
+    static, dynamic = (frozenset({C1}),), (frozenset(),)
+    assert "new member 1" in " ".join(run(dynamic, 4)["SilentMemberRemoved"])
+    assert "SilentMemberRemoved" not in run(static, 5)
+    assert "new static member 1" in " ".join(run(static, 6)["SilentMemberRemoved"])
+
+
 def test_a_parked_request_must_be_answered_by_its_deadline() -> None:
     parked = [_state(t, cphase={C1: "JoinWait"}) for t in range(0, 4)]
     assert "ParkedRequestAnswered" not in _run(parked)
