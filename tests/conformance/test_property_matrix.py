@@ -58,7 +58,10 @@ def test_every_cell_is_backed_by_the_detectors_test() -> None:
         | set(validate_tests.JOIN_TIMEOUT_SEEDED)
         | set(validate_tests.PROTOCOL_SEEDED)
     )
-    fuzzed = set(_test_module("tests/conformance/test_stateful.py").SEEDED)
+    # test_stateful's derandomized hunts, or test_fuzz_time_to_find's three example sequences
+    fuzzed = set(_test_module("tests/conformance/test_stateful.py").SEEDED) | set(
+        _test_module("tests/conformance/test_fuzz_time_to_find.py").HUNTED
+    )
     for prop, cells in _matrix().items():
         for bug in cells["TLC"]:
             expect = models.get(f"bug_{bug}")
@@ -69,7 +72,7 @@ def test_every_cell_is_backed_by_the_detectors_test() -> None:
         for bug in cells["validate"]:
             assert bug in validated, f"{prop}: test_validate does not run {bug}"
         for bug in cells["fuzz"]:
-            assert bug in fuzzed, f"{prop}: test_stateful does not hunt {bug}"
+            assert bug in fuzzed, f"{prop}: neither test_stateful nor test_fuzz_time_to_find hunts {bug}"
         for bug in cells["prove"]:
             assert bug in transitions.BUGS, f"{prop}: {bug} has no Z3 variant"
 

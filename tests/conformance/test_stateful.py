@@ -37,7 +37,9 @@ SEEDED = (
     "commit_from_unknown_member_accepted",
     "vote_ignores_candidates",
     "static_replace_not_stored",
-    "static_replace_keeps_old_member",
+    # not static_replace_keeps_old_member: found here when this module runs alone, but not in
+    # 1,000 examples in the whole suite's process (the count to a find depends on the process's
+    # history, see HUNT_EXAMPLES); test_fuzz_time_to_find holds it on its three sequences
     # the liveness twins (seeded_bugs.LIVENESS_BUGS)
     "rebalance_timeout_waits_for_all",
     "no_delayed_sync",
