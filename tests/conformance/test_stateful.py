@@ -37,14 +37,19 @@ SEEDED = (
     "commit_from_unknown_member_accepted",
     "vote_ignores_candidates",
     "static_replace_not_stored",
-    # not static_replace_keeps_old_member: found here when this module runs alone, but not in
-    # 1,000 examples in the whole suite's process (the count to a find depends on the process's
-    # history, see HUNT_EXAMPLES); test_fuzz_time_to_find holds it on its three sequences
+    "static_replace_keeps_old_member",
     # the liveness twins (seeded_bugs.LIVENESS_BUGS)
     "rebalance_timeout_waits_for_all",
     "no_delayed_sync",
     "propagate_no_heartbeat_reschedule",
 )
+
+#: Hunted (so every later hunt in this module's process sees the same history: the count to a
+#: find depends on it, see HUNT_EXAMPLES) but not asserted: found when this module runs alone,
+#: not in 1,000 examples in the whole suite's process (CI run of 5624ece);
+#: test_fuzz_time_to_find holds it on its three sequences.
+NOT_HELD = {"static_replace_keeps_old_member"}
+ASSERTED = tuple(bug for bug in SEEDED if bug not in NOT_HELD)
 
 #: Properties about timers only, which a scenario file cannot observe, and about the group
 #: store, which the saved scenario sees only through a later `load` (the example's run broke
@@ -79,7 +84,7 @@ def hunts(tmp_path_factory):
     return out
 
 
-@pytest.mark.parametrize("bug", SEEDED)
+@pytest.mark.parametrize("bug", ASSERTED)
 def test_machine_catches_seeded_bug(hunts, bug):
     result, _ = hunts[bug]
     assert result.error is None, repr(result.error)
@@ -91,7 +96,7 @@ def _replay_with(cls, path: Path):
     return run_scenario(load_scenario(path), coordinator_class=cls)
 
 
-@pytest.mark.parametrize("bug", SEEDED)
+@pytest.mark.parametrize("bug", ASSERTED)
 def test_failing_example_is_a_scenario_that_replay_reproduces(hunts, bug):
     result, save = hunts[bug]
     path = result.violation.scenario
