@@ -837,7 +837,8 @@ ReplaceStaticMember(s, I, old, new, rl) ==
 (* second rejoin of the instance may have replaced) with the new member id *)
 (* and the generation and leader of the callback's group (an unloaded      *)
 (* group's, the append's).  Error: "revert the update of the static        *)
-(* member": updateMember(..., null) drops the object's parked JoinGroup,   *)
+(* member": updateMember(..., null) drops the object's parked JoinGroup    *)
+(* and restores the old timeouts (the old id's mtimeouts, kept unchanged), *)
 (* replaceStaticMember(instance, new, old) renames it back (fencing what   *)
 (* the new id has parked), completeAndScheduleNextHeartbeatExpiration of   *)
 (* the old id, then the join's own responseCallback gets the error and no  *)
@@ -874,7 +875,9 @@ StaticStored(s, w, err) ==
 
 (* GroupCoordinator.updateStaticMemberAndRebalance: a static member        *)
 (* rejoins with an unknown member id and gets a new one, and updateMember   *)
-(* gives it the protocols it sent.  Stable: if the next generation's       *)
+(* gives it the protocols and the session and rebalance timeouts it sent   *)
+(* (Kafka 3.9; the heartbeat scheduled just before still runs on the old   *)
+(* session timeout).  Stable: if the next generation's                     *)
 (* selectProtocol is the group's protocolName, the group is stored with    *)
 (* the new id and the JoinGroup is answered in storeGroup's callback       *)
 (* (StaticStored): with StoreAsync it stays parked under the new id until  *)
@@ -889,10 +892,15 @@ StaticStored(s, w, err) ==
 (* change of protocol") is not stored: maybePrepareRebalance.              *)
 UpdateStaticMemberAndRebalance(s, c, I, old, new, skip, jl) ==
     LET curLeader == s.leader
+        \* the MemberMetadata keeps the old id's timeouts through replaceStaticMember and
+        \* completeAndScheduleNextHeartbeatExpiration; updateMember(member, protocols,
+        \* rebalanceTimeoutMs, sessionTimeoutMs, ...) then sets the request's
         Replaced(rl) ==
-            [ScheduleHeartbeat(ReplaceStaticMember(s, I, old, new, rl), new)
+            [ScheduleHeartbeat([ReplaceStaticMember(s, I, old, new, rl)
+                                   EXCEPT !.mtimeouts[new] = s.mtimeouts[old]], new)
                 EXCEPT !.awaitingJoin = @ \cup {new}, !.cphase[c] = "JoinWait",
-                       !.cwait[c] = new, !.resp = "PARKED", !.mprotocols[new] = s.jp]
+                       !.cwait[c] = new, !.resp = "PARKED", !.mprotocols[new] = s.jp,
+                       !.mtimeouts[new] = s.jt]
         changes == LET p == Replaced(FALSE) IN p.gstate = "Stable" /\ p.protocol # SelectProtocol(p)
         s2 == Replaced(s.gstate = "Stable" /\ ~changes)
         w == StaticWrite(s2, new, old, skip, curLeader)

@@ -70,6 +70,9 @@ def _dur(world: World, op: Any, group: GroupMetadata | None) -> str:
         return "session"
     member_timeouts = world.member_timeouts.get(op.member_id)
     session = member_timeouts[0] if member_timeouts is not None else world.k.ms(world.k.session)
+    if op.delay_ms != session and world.inherited_session.get(op.member_id) == op.delay_ms:
+        # a restarted static member's first heartbeat, on the replaced id's session timeout
+        session = op.delay_ms
     new_member = world.k.ms(world.k.new_member_timeout)
     if op.delay_ms == new_member and op.delay_ms != session:
         return "newMember"

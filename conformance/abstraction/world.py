@@ -152,6 +152,10 @@ class World:
         # (session, rebalance) ms of every member id as last seen in the group: the spec's
         # mtimeouts keeps them after the member is gone, the coordinator does not
         self.member_timeouts: dict[str, tuple[int, int]] = {}
+        # member id handed to a restarted static member -> the session timeout (ms) of the id
+        # it replaced: updateStaticMemberAndRebalance schedules the new id's first heartbeat
+        # before updateMember gives it the rejoining request's timeouts
+        self.inherited_session: dict[str, int] = {}
         # protocol names of every member id as last seen in the group (the spec's mprotocols)
         self.member_protocols: dict[str, tuple[str, ...]] = {}
         # group.instance.id of every member id seen with one: the spec's minstance keeps it
@@ -242,14 +246,20 @@ class World:
             if group is not None:
                 self.self_leaders.append((group, result.generation_id, result.member_id))
 
-    def replaced_static_member(self, group: GroupMetadata, generation: int, old: str, new: str) -> None:
-        """GroupMetadata.replaceStaticMember moved old's MemberMetadata to new: old's
+    def replaced_static_member(
+        self, group: GroupMetadata, generation: int, old: str, new: str, rejoin: bool = False
+    ) -> None:
+        """GroupMetadata.replaceStaticMember moved old's MemberMetadata to new (rejoin: for a
+        static member's JoinGroup, whose new id inherits old's session timeout until
+        updateMember, see inherited_session; otherwise the revert of a failed store): old's
         DelayedHeartbeat is left to expire without effect (an orphan, as the spec's
         ReplaceStaticMember makes it), and the leadership old was told of in this generation
         is new's (the spec relabels genLeaders and leaderLog at `generation`, the group's
         when the JoinGroup came, before any rebalance it completed)."""
         if new in group.members and old not in group.members:
             self.orphaned.add(old)
+        if rejoin and old in self.member_timeouts:
+            self.inherited_session[new] = self.member_timeouts[old][0]
         if group.state is GroupState.Stable:
             # the plan, the generation's members and the clients' lists and assignments name
             # the new id (in the other states no plan is installed: the stored one keeps old)
