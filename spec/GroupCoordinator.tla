@@ -1781,9 +1781,17 @@ OneSessionTimerPerMember ==
 (* (A static member's old id, replaced in Stable, stays in               *)
 (* pendingSyncMembers: Kafka's expiry then rebalances for it too.)          *)
 (* Heartbeat, SyncGroup, a pending member's LeaveGroup or expiry and the    *)
-(* group's own timers never rebalance a Stable group.                      *)
+(* group's own timers never rebalance a Stable group.  A rebalance may be  *)
+(* prepared and completed in one step (prepareRebalance's                  *)
+(* tryCompleteElseWatch completes at once when every member has already    *)
+(* rejoined): the step then ends in CompletingRebalance or Empty with the  *)
+(* next generation (initNextGeneration), which no other step from Stable   *)
+(* does, and is held to the same triggers.                                 *)
+StableRebalanceStarted ==
+    Live /\ gstate = "Stable" /\ (gstate' = "PreparingRebalance" \/ (Live' /\ generation' # generation))
+
 StableRebalanceOnlyByTrigger ==
-    [][(Live /\ gstate = "Stable" /\ gstate' = "PreparingRebalance") =>
+    [][StableRebalanceStarted =>
          LET la == lastAction' IN
          \/ la.name = "JoinGroupUnknownMember" /\ la.newMember \in members'
          \/ la.name = "JoinGroupPendingMember" /\ la.member \in pending /\ la.member \in members'
