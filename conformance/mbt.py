@@ -96,6 +96,7 @@ REPORT_ORDER: tuple[str, ...] = (
     "loading",
     "protocol",
     "mprotocols",
+    "ackLog",
     "cphase",
     "cmember",
     "cgen",
@@ -609,11 +610,11 @@ def _follow(
 
 
 def _conform_view(impl: dict[str, TlaValue], world: World) -> dict[str, TlaValue]:
-    """A recording keeps store and leaderLog whatever the model (kgc validate's module allows
-    a failover); a model without failovers has the spec's empty ones."""
-    if world.k.max_failovers > 0 or (not impl["store"]["exists"] and not impl["leaderLog"]):
+    """A recording keeps store, leaderLog and ackLog whatever the model (kgc validate's module
+    allows a failover); a model without failovers has the spec's empty ones."""
+    if world.k.max_failovers > 0 or (not impl["store"]["exists"] and not impl["leaderLog"] and not impl["ackLog"]):
         return impl
-    return {**impl, "store": _NO_STORE, "leaderLog": frozenset()}
+    return {**impl, "store": _NO_STORE, "leaderLog": frozenset(), "ackLog": frozenset()}
 
 
 _VARIABLES = frozenset(SPEC_VARIABLES)

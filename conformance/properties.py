@@ -22,6 +22,7 @@ from typing import Any
 
 __all__ = [
     "ACTION_PROPERTIES",
+    "AcknowledgedGenerationLeaderUnique",
     "INVARIANTS",
     "Constants",
     "PropertyReport",
@@ -437,6 +438,21 @@ def NoSyncInPreparingRebalance(s: State, t: State, k: Constants) -> list[str]:
     return bad
 
 
+def AcknowledgedGenerationLeaderUnique(s: State, t: State, k: Constants) -> list[str]:
+    """Once a generation's leader SyncGroup was answered as stored (ackLog), no JoinGroup
+    response names another leader for it, in any later incarnation: the step's new leaderLog
+    entries against every acknowledgement so far (the leader named before the acknowledgement
+    is Kafka's own generation reuse, GenerationLeaderUniqueAcrossFailovers, not this)."""
+    named = _get(t, "leaderLog") - _get(s, "leaderLog")
+    acked = _get(t, "ackLog")
+    return [
+        f"generation {g} was acknowledged with leader {a}; a JoinGroup response names {m}"
+        for g, m in sorted(named)
+        for ag, a in sorted(acked)
+        if ag == g and a != m
+    ]
+
+
 def _stable_rebalance_trigger(s: State, t: State, la: Mapping[str, Any]) -> bool:
     """One of the reasons Kafka 3.x rebalances a Stable group (the spec lists each handler)."""
     members, members2 = _get(s, "members"), _get(t, "members")
@@ -464,21 +480,12 @@ def StableRebalanceOnlyByTrigger(s: State, t: State, k: Constants) -> list[str]:
     the leader's (or a changed member's) JoinGroup, a member's LeaveGroup (its own, or an admin's
     by group.instance.id) or session expiry,
     DelayedSync expiry with current members that never synced."""
-    if not _stable_rebalance_started(s, t):
+    if not (_live(s) and s["gstate"] == "Stable" and _get(t, "gstate") == "PreparingRebalance"):
         return []
     la = _get(t, "lastAction")
     if _stable_rebalance_trigger(s, t, la):
         return []
-    return [f"Stable -> {t['gstate']} by {la['name']} (member {la['member']}), not one of Kafka's triggers"]
-
-
-def _stable_rebalance_started(s: State, t: State) -> bool:
-    """The spec's StableRebalanceStarted: the step leaves a live Stable group preparing a
-    rebalance, or (prepared and completed at once, every member having rejoined) at the next
-    generation."""
-    if not (_live(s) and s["gstate"] == "Stable"):
-        return False
-    return _get(t, "gstate") == "PreparingRebalance" or (_live(t) and _get(t, "generation") != s["generation"])
+    return [f"Stable -> PreparingRebalance by {la['name']} (member {la['member']}), not one of Kafka's triggers"]
 
 
 def NoCommitOutsideCurrentGeneration(s: State, t: State, k: Constants) -> list[str]:
@@ -605,6 +612,7 @@ ACTION_PROPERTIES: dict[str, StepProperty] = {
     "NoSyncInPreparingRebalance": NoSyncInPreparingRebalance,
     "StableRebalanceOnlyByTrigger": StableRebalanceOnlyByTrigger,
     "NoCommitOutsideCurrentGeneration": NoCommitOutsideCurrentGeneration,
+    "AcknowledgedGenerationLeaderUnique": AcknowledgedGenerationLeaderUnique,
 }
 
 

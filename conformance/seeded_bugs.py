@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 
 from kgc.impl.coordinator import (
@@ -333,18 +334,36 @@ class _AcknowledgeWithoutWriting:
         return getattr(self._store, name)
 
 
+@contextmanager
+def _acknowledging_without_writing(coordinator: GroupCoordinator) -> Iterator[None]:
+    """The coordinator's store acknowledges every write without making it, for one handler."""
+    real = coordinator.store
+    coordinator.store = _AcknowledgeWithoutWriting(real)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        coordinator.store = real
+
+
 class StaticReplaceNotStored(GroupCoordinator):
     """updateStaticMemberAndRebalance in Stable answers the rejoining static member with its new
     member id without storing the group (the spec's bug_static_replace_not_stored): a reload
     brings back the old id, so the id the client holds is unknown after a failover."""
 
     def _update_static_member_and_rebalance(self, *args: object, **kwargs: object) -> None:
-        real = self.store
-        self.store = _AcknowledgeWithoutWriting(real)  # type: ignore[assignment]
-        try:
+        with _acknowledging_without_writing(self):
             super()._update_static_member_and_rebalance(*args, **kwargs)  # type: ignore[arg-type]
-        finally:
-            self.store = real
+
+
+class SyncAcknowledgedNotStored(GroupCoordinator):
+    """The leader's SyncGroup is answered as stored without storing the group (the spec's
+    bug_sync_acknowledged_not_stored): every member gets NONE and the group goes Stable, but
+    a reload comes back without the generation and forms its number again with another
+    leader (AcknowledgedGenerationLeaderUnique)."""
+
+    def _sync_group(self, *args: object, **kwargs: object) -> None:
+        with _acknowledging_without_writing(self):
+            super()._sync_group(*args, **kwargs)  # type: ignore[arg-type]
 
 
 class StaticReplaceKeepsOldMember(GroupCoordinator):
@@ -637,6 +656,7 @@ BUGS: dict[str, type[GroupCoordinator]] = {
     "leader_given_stale_members": LeaderGivenStaleMembers,
     "pending_leave_rebalances": PendingLeaveRebalances,
     "static_replace_not_stored": StaticReplaceNotStored,
+    "sync_acknowledged_not_stored": SyncAcknowledgedNotStored,
     "static_replace_keeps_old_member": StaticReplaceKeepsOldMember,
     "commit_from_unknown_member_accepted": CommitFromUnknownMemberAccepted,
     "vote_ignores_candidates": VoteIgnoresCandidates,

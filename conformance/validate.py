@@ -111,6 +111,7 @@ VAR_TYPES: dict[str, str] = {
     "loading": "bool",
     "protocol": "protocol",
     "mprotocols": "protocols",
+    "ackLog": "pairs",
 }
 SPEC_VARIABLES = tuple(VAR_TYPES)
 CLIENT_VALUE_TYPES = {
@@ -900,6 +901,7 @@ _REPORT_ORDER = (
     "loading",
     "protocol",
     "mprotocols",
+    "ackLog",
     "failovers",
     "genMembers",
     "genLeaders",

@@ -213,14 +213,18 @@ VARIABLES
     loading,        \* loading window: the group's partition is being loaded here
                     \*   (GroupMetadataManager.loadingPartitions; implies ~loaded)
     protocol,       \* GroupMetadata.protocolName (NoProtocol: None), chosen by the vote
-    mprotocols      \* per member id: MemberMetadata.supportedProtocols' names, in preference
+    mprotocols,     \* per member id: MemberMetadata.supportedProtocols' names, in preference
                     \*   order (its last JoinGroup's); kept after it leaves
+    ackLog          \* history across failovers (kept only when MaxFailovers > 0):
+                    \*   <<generation, leader>> of every generation whose leader's SyncGroup
+                    \*   was answered as stored: the append acknowledged to the incarnation
+                    \*   that made it (CompletingRebalance -> Stable)
 
 vars == <<now, timers, loaded, gstate, generation, leader, members, pending,
           awaitingJoin, awaitingSync, newMembers, pendingSync, plan, newMemberAdded,
           mtimeouts, nextId, store, failovers, cphase, cmember, cgen, cleader, cmembers,
           cassign, cwait, genLeaders, genMembers, leaderLog, lastAction, writes,
-          staticMembers, minstance, storeStatic, loading, protocol, mprotocols>>
+          staticMembers, minstance, storeStatic, loading, protocol, mprotocols, ackLog>>
 
 NoStore == [exists |-> FALSE, gen |-> 0, leader |-> NoMember, members |-> {}, plan |-> {}]
 
@@ -242,7 +246,7 @@ Cur == [now |-> now, timers |-> timers, loaded |-> loaded, gstate |-> gstate,
         genLeaders |-> genLeaders, genMembers |-> genMembers, leaderLog |-> leaderLog,
         writes |-> writes,
         staticMembers |-> staticMembers, minstance |-> minstance, storeStatic |-> storeStatic,
-        loading |-> loading, protocol |-> protocol, mprotocols |-> mprotocols,
+        loading |-> loading, protocol |-> protocol, mprotocols |-> mprotocols, ackLog |-> ackLog,
         ok |-> TRUE, nlNeed |-> {}, jlNeed |-> {}, resp |-> "NONE", newId |-> NoMember, dt |-> 0,
         jt |-> DefaultTimeouts, jp |-> DefaultProtocols]
 
@@ -260,6 +264,7 @@ Commit(s, la) ==
     /\ writes' = s.writes
     /\ staticMembers' = s.staticMembers /\ minstance' = s.minstance /\ storeStatic' = s.storeStatic
     /\ loading' = s.loading /\ protocol' = s.protocol /\ mprotocols' = s.mprotocols
+    /\ ackLog' = s.ackLog
 
 (* lastAction fields: name (the action), client (NoClient for timer and  *)
 (* coordinator steps), member (the request's member id, NoMember for "",   *)
@@ -627,6 +632,16 @@ StoreWrite(s, w) ==
     ELSE StoreGroup(s, [exists |-> TRUE, gen |-> w.gen, leader |-> w.leader,
                         members |-> w.members, plan |-> w.plan])
 StaleWrites(ws) == [i \in DOMAIN ws |-> [ws[i] EXCEPT !.stale = TRUE]]
+
+(* The leader's SyncGroup is answered as stored: doSyncGroup's storeGroup  *)
+(* callback found the group "still in the CompletingRebalance state and    *)
+(* the same generation" with Errors.NONE, so setAndPropagateAssignment     *)
+(* told every parked member NONE and transitionTo(Stable) followed.  The   *)
+(* one place a generation is acknowledged to its clients as written: a     *)
+(* callback on an unloaded (Dead) GroupMetadata acknowledges nothing.      *)
+Acknowledged(s) ==
+    LET s1 == [s EXCEPT !.gstate = "Stable"]
+    IN IF MaxFailovers > 0 THEN [s1 EXCEPT !.ackLog = @ \cup {<<s.generation, s.leader>>}] ELSE s1
 (* ---- end group store: the appends -------------------------------------- *)
 
 (* ---- loading window: the answers -------------------------------------- *)
@@ -826,6 +841,7 @@ ReplaceStaticMember(s, I, old, new, rl) ==
                          !.plan = RL(@), !.genMembers = RL(@),
                          !.genLeaders = Relabel(@, old, new),
                          !.leaderLog = {IF p = <<s.generation, old>> THEN <<s.generation, new>> ELSE p : p \in @},
+                         !.ackLog = {IF p = <<s.generation, old>> THEN <<s.generation, new>> ELSE p : p \in @},
                          !.cassign = [c \in Clients |-> RL(@[c])],
                          !.cmembers = [c \in Clients |-> RL(@[c])],
                          !.writes = RenameWriteObjs(s1, {old}, new).writes]
@@ -837,8 +853,7 @@ ReplaceStaticMember(s, I, old, new, rl) ==
 (* second rejoin of the instance may have replaced) with the new member id *)
 (* and the generation and leader of the callback's group (an unloaded      *)
 (* group's, the append's).  Error: "revert the update of the static        *)
-(* member": updateMember(..., null) drops the object's parked JoinGroup    *)
-(* and restores the old timeouts (the old id's mtimeouts, kept unchanged), *)
+(* member": updateMember(..., null) drops the object's parked JoinGroup,   *)
 (* replaceStaticMember(instance, new, old) renames it back (fencing what   *)
 (* the new id has parked), completeAndScheduleNextHeartbeatExpiration of   *)
 (* the old id, then the join's own responseCallback gets the error and no  *)
@@ -875,9 +890,7 @@ StaticStored(s, w, err) ==
 
 (* GroupCoordinator.updateStaticMemberAndRebalance: a static member        *)
 (* rejoins with an unknown member id and gets a new one, and updateMember   *)
-(* gives it the protocols and the session and rebalance timeouts it sent   *)
-(* (Kafka 3.9; the heartbeat scheduled just before still runs on the old   *)
-(* session timeout).  Stable: if the next generation's                     *)
+(* gives it the protocols it sent.  Stable: if the next generation's       *)
 (* selectProtocol is the group's protocolName, the group is stored with    *)
 (* the new id and the JoinGroup is answered in storeGroup's callback       *)
 (* (StaticStored): with StoreAsync it stays parked under the new id until  *)
@@ -892,15 +905,10 @@ StaticStored(s, w, err) ==
 (* change of protocol") is not stored: maybePrepareRebalance.              *)
 UpdateStaticMemberAndRebalance(s, c, I, old, new, skip, jl) ==
     LET curLeader == s.leader
-        \* the MemberMetadata keeps the old id's timeouts through replaceStaticMember and
-        \* completeAndScheduleNextHeartbeatExpiration; updateMember(member, protocols,
-        \* rebalanceTimeoutMs, sessionTimeoutMs, ...) then sets the request's
         Replaced(rl) ==
-            [ScheduleHeartbeat([ReplaceStaticMember(s, I, old, new, rl)
-                                   EXCEPT !.mtimeouts[new] = s.mtimeouts[old]], new)
+            [ScheduleHeartbeat(ReplaceStaticMember(s, I, old, new, rl), new)
                 EXCEPT !.awaitingJoin = @ \cup {new}, !.cphase[c] = "JoinWait",
-                       !.cwait[c] = new, !.resp = "PARKED", !.mprotocols[new] = s.jp,
-                       !.mtimeouts[new] = s.jt]
+                       !.cwait[c] = new, !.resp = "PARKED", !.mprotocols[new] = s.jp]
         changes == LET p == Replaced(FALSE) IN p.gstate = "Stable" /\ p.protocol # SelectProtocol(p)
         s2 == Replaced(s.gstate = "Stable" /\ ~changes)
         w == StaticWrite(s2, new, old, skip, curLeader)
@@ -1025,14 +1033,15 @@ SyncGroupHandler(s, c) ==
               [] s.gstate = "CompletingRebalance" ->
                    LET s1 == RemovePendingSyncMember(Park(s0), m) IN
                    IF m # s.leader THEN s1
-                   ELSE IF StoreAsync   \* storeGroup; the callback decides (StoreCallback)
-                   THEN StoreWrite(s1, Write("Sync", s1.generation, s1.leader, s1.members, P))
+                   ELSE IF StoreAsync /\ Bug # "sync_acknowledged_not_stored"
+                   THEN \* storeGroup; the callback decides (StoreCallback)
+                        StoreWrite(s1, Write("Sync", s1.generation, s1.leader, s1.members, P))
                    ELSE \* storeGroup, then setAndPropagateAssignment and transitionTo(Stable)
-                        LET s2 == StoreGroup(s1, [exists |-> TRUE, gen |-> s1.generation,
-                                                  leader |-> s1.leader, members |-> s1.members,
-                                                  plan |-> P])
-                            s3 == PropagateAssignment([s2 EXCEPT !.plan = P], s2.members, "NONE")
-                        IN [s3 EXCEPT !.gstate = "Stable"]
+                        LET s2 == IF Bug = "sync_acknowledged_not_stored" THEN s1
+                                  ELSE StoreGroup(s1, [exists |-> TRUE, gen |-> s1.generation,
+                                                       leader |-> s1.leader, members |-> s1.members,
+                                                       plan |-> P])
+                        IN Acknowledged(PropagateAssignment([s2 EXCEPT !.plan = P], s2.members, "NONE"))
               [] OTHER -> \* Stable: return the current assignment
                    LET s1 == RemovePendingSyncMember(s0, m)
                    IN ScheduleHeartbeat(ReplySync(s1, c, "NONE"), m)
@@ -1415,8 +1424,7 @@ StoreCallbackHandler(s, e, jl) ==
     IN IF w.kind = "Static" THEN StaticStored(s1, w, err)
        ELSE IF ~current THEN s1
        ELSE IF err = "NONE"
-       THEN [PropagateAssignment([s1 EXCEPT !.plan = w.plan], s1.members, "NONE")
-             EXCEPT !.gstate = "Stable"]
+       THEN Acknowledged(PropagateAssignment([s1 EXCEPT !.plan = w.plan], s1.members, "NONE"))
        ELSE MaybePrepareRebalance(PropagateAssignment([s1 EXCEPT !.plan = {}], s1.members, err), jl)
 
 StoreCallback(e) ==
@@ -1528,7 +1536,7 @@ Init ==
     /\ cgen = [c \in Clients |-> NoGen] /\ cleader = [c \in Clients |-> FALSE]
     /\ cmembers = [c \in Clients |-> {}] /\ cassign = [c \in Clients |-> {}]
     /\ cwait = [c \in Clients |-> NoMember]
-    /\ genLeaders = {} /\ genMembers = {} /\ leaderLog = {}
+    /\ genLeaders = {} /\ genMembers = {} /\ leaderLog = {} /\ ackLog = {}
     /\ writes = <<>>
     /\ staticMembers = [I \in Instances |-> NoMember]
     /\ minstance = [m \in MemberIds |-> NoInstance]
@@ -1632,6 +1640,7 @@ TypeOK ==
     /\ cwait \in [Clients -> Ids]
     /\ genLeaders \subseteq MemberIds /\ genMembers \subseteq MemberIds
     /\ leaderLog \subseteq Nat \X MemberIds
+    /\ ackLog \subseteq Nat \X MemberIds
     /\ writes \in Seq([kind : {"Sync", "Empty", "Static"}, gen : Gens, leader : Ids, members : SUBSET MemberIds,
                        plan : SUBSET MemberIds, stale : BOOLEAN, member : Ids, old : Ids, obj : Ids,
                        skip : BOOLEAN, cleader : Ids, open : BOOLEAN])
@@ -1673,6 +1682,22 @@ SingleLeaderPerGeneration ==
 (* Checked by models/finding_generation_reuse.cfg (expected to fail).      *)
 GenerationLeaderUniqueAcrossFailovers ==
     \A p, q \in leaderLog : p[1] = q[1] => p[2] = q[2]
+
+(* What Kafka 3.x does keep of it: once a generation's leader SyncGroup is *)
+(* answered as stored (ackLog: doSyncGroup's storeGroup callback with      *)
+(* Errors.NONE on the live GroupMetadata), no JoinGroup response names     *)
+(* another leader for that generation, in this incarnation or any later    *)
+(* one -- a reload reads that record or a newer one (onGroupLoaded), and   *)
+(* the generation only grows from there.  The reuse of a generation whose  *)
+(* write was never acknowledged (the parked SyncGroups were answered       *)
+(* NOT_COORDINATOR by onGroupUnloaded, or the append's callback landed on  *)
+(* the Dead GroupMetadata) is the finding above, not a violation: the      *)
+(* leader named before the acknowledgement is not checked.  An action      *)
+(* property, because "before" is what it needs: the naming steps are read *)
+(* (leaderLog' \ leaderLog) against every acknowledgement so far,         *)
+(* relabelled as replaceStaticMember relabels the leader (ReplaceStaticMember). *)
+AcknowledgedGenerationLeaderUnique ==
+    [][\A p \in leaderLog' \ leaderLog, a \in ackLog' : p[1] = a[1] => p[2] = a[2]]_vars
 
 (* No SyncGroup succeeds or is parked while the group prepares a rebalance: *)
 (* doSyncGroup answers REBALANCE_IN_PROGRESS in PreparingRebalance, and     *)
@@ -1781,17 +1806,9 @@ OneSessionTimerPerMember ==
 (* (A static member's old id, replaced in Stable, stays in               *)
 (* pendingSyncMembers: Kafka's expiry then rebalances for it too.)          *)
 (* Heartbeat, SyncGroup, a pending member's LeaveGroup or expiry and the    *)
-(* group's own timers never rebalance a Stable group.  A rebalance may be  *)
-(* prepared and completed in one step (prepareRebalance's                  *)
-(* tryCompleteElseWatch completes at once when every member has already    *)
-(* rejoined): the step then ends in CompletingRebalance or Empty with the  *)
-(* next generation (initNextGeneration), which no other step from Stable   *)
-(* does, and is held to the same triggers.                                 *)
-StableRebalanceStarted ==
-    Live /\ gstate = "Stable" /\ (gstate' = "PreparingRebalance" \/ (Live' /\ generation' # generation))
-
+(* group's own timers never rebalance a Stable group.                      *)
 StableRebalanceOnlyByTrigger ==
-    [][StableRebalanceStarted =>
+    [][(Live /\ gstate = "Stable" /\ gstate' = "PreparingRebalance") =>
          LET la == lastAction' IN
          \/ la.name = "JoinGroupUnknownMember" /\ la.newMember \in members'
          \/ la.name = "JoinGroupPendingMember" /\ la.member \in pending /\ la.member \in members'

@@ -24,13 +24,16 @@ TimeFreeView ==
       loaded, gstate, generation, leader, members, pending, awaitingJoin, awaitingSync,
       newMembers, pendingSync, plan, newMemberAdded, mtimeouts, nextId, store, failovers,
       cphase, cmember, cgen, cleader, cmembers, cassign, cwait, genLeaders, genMembers, leaderLog,
-      writes, staticMembers, minstance, storeStatic, loading, protocol, mprotocols>>
+      writes, staticMembers, minstance, storeStatic, loading, protocol, mprotocols, ackLog>>
 
 (* TimeFreeView, and generations taken relative to the group's: the protocol *)
 (* only compares generations for equality (and tests generation = 0), so  *)
 (* states one rebalance apart in number but alike otherwise are one.      *)
-(* It drops leaderLog too: check GenerationLeaderUniqueAcrossFailovers    *)
-(* with TimeFreeView.                                                     *)
+(* It drops leaderLog and ackLog too: check                                *)
+(* GenerationLeaderUniqueAcrossFailovers with TimeFreeView; TLC checks    *)
+(* AcknowledgedGenerationLeaderUnique (an action property) on every       *)
+(* transition from the state the VIEW kept, so what it reports is real    *)
+(* (models/bug_sync_acknowledged_not_stored.cfg uses TimeFreeView).       *)
 (* Generations older than any the group can have again are one value: the *)
 (* spec compares a generation with the group's only for equality, and the *)
 (* group's generation only grows, except that a reload falls back to the  *)

@@ -86,6 +86,10 @@ operations):
                     (World.renamed), and leaderLog/genLeaders of that generation too
     leaderLog       with MaxFailovers > 0: <<generation, member>> of every such response, across
                     every incarnation of the group (failovers); otherwise {}
+    ackLog          with MaxFailovers > 0: <<generation, leader>> of G each time G went
+                    CompletingRebalance -> Stable (the leader's SyncGroup answered as stored:
+                    doSyncGroup's store callback with NONE on the live group), across every
+                    incarnation, relabelled as leaderLog is; otherwise {}
     lastAction      not part of abstract_state: it is the driver's input; apply_action
                     returns the implementation's own (StepResult.last_action: the client's
                     member and generation, the fired op's member and gen, the id handed out,

@@ -195,7 +195,7 @@ def _join(world: World, c: str, rk: bool, changed: bool, res: StepResult) -> Non
         supports_skip_assignment=skip,
     )
     if replaced is not None and group is not None and group.static_members.get(instance) not in (None, replaced):
-        world.replaced_static_member(group, generation, replaced, group.static_members[instance], rejoin=True)
+        world.replaced_static_member(group, generation, replaced, group.static_members[instance])
     if world._parks(view, token):
         if not member_id:
             group = world.group

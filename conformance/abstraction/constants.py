@@ -59,6 +59,7 @@ SPEC_VARIABLES: tuple[str, ...] = (
     "loading",
     "protocol",
     "mprotocols",
+    "ackLog",
 )
 
 #: MCGroupCoordinator's protocol lists (protocols.cfg: RoundRobinClient, StickyClient, others)

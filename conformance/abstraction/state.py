@@ -70,9 +70,6 @@ def _dur(world: World, op: Any, group: GroupMetadata | None) -> str:
         return "session"
     member_timeouts = world.member_timeouts.get(op.member_id)
     session = member_timeouts[0] if member_timeouts is not None else world.k.ms(world.k.session)
-    if op.delay_ms != session and world.inherited_session.get(op.member_id) == op.delay_ms:
-        # a restarted static member's first heartbeat, on the replaced id's session timeout
-        session = op.delay_ms
     new_member = world.k.ms(world.k.new_member_timeout)
     if op.delay_ms == new_member and op.delay_ms != session:
         return "newMember"
@@ -391,6 +388,7 @@ def coordinator_variables(world: World, history: bool) -> dict[str, TlaValue]:
         "loading": world.coordinator.is_loading(GROUP_ID),
         "protocol": (group.protocol_name or "") if group is not None else "",
         "mprotocols": _member_protocols(world),
+        "ackLog": acknowledged_log(world) if history else frozenset(),
     }
 
 
@@ -407,6 +405,13 @@ def abstract_state(world: World, failover_history: bool | None = None) -> dict[s
 # ----------------------------------------------------------------------------------------------
 # Clients receiving responses (the spec's DeliverJoin / DeliverSync / ReplyHeartbeat)
 # ----------------------------------------------------------------------------------------------
+
+
+def acknowledged_log(world: World) -> frozenset[tuple[int, int]]:
+    """<<generation, leader>> of every generation whose leader's SyncGroup was answered as
+    stored, over every incarnation of the group (the spec's ackLog, kept when
+    MaxFailovers > 0)."""
+    return frozenset((gen, world.ids.spec(m)) for gen, m in world.acknowledged)
 
 
 def leader_log(world: World) -> frozenset[tuple[int, int]]:

@@ -91,6 +91,21 @@ class _GenerationFormed:
                 self.world.formed = (group, frozenset(group.members))
 
 
+class _GenerationAcknowledged:
+    """Listener: notes <<generation, leader>> when the leader's SyncGroup is answered as stored
+    (the spec's ackLog): CompletingRebalance -> Stable happens only in doSyncGroup's store
+    callback with NONE on the live group."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    def on_transition(self, group_id: str, old: GroupState, new: GroupState) -> None:
+        if old is GroupState.CompletingRebalance and new is GroupState.Stable:
+            group = self.world.coordinator.group(group_id)
+            if group is not None and group.leader_id:
+                self.world.acknowledged.append((group.generation_id, group.leader_id))
+
+
 class _OrphanPaths:
     """Listener: the member ids whose delayed operations Kafka leaves behind on purpose, on
     exactly the spec's orphaning paths (OrphanTimers): a JoinGroup answered
@@ -137,7 +152,13 @@ class World:
             constants.group_config(),
             coordinator_class,
             member_id_seed=member_id_seed,
-            listeners=(_GenerationFormed(self), _OrphanPaths(self), observer, *observers),
+            listeners=(
+                _GenerationFormed(self),
+                _GenerationAcknowledged(self),
+                _OrphanPaths(self),
+                observer,
+                *observers,
+            ),
         )
         self.clock = self.driver.clock
         self.timer = self.driver.timer
@@ -152,10 +173,6 @@ class World:
         # (session, rebalance) ms of every member id as last seen in the group: the spec's
         # mtimeouts keeps them after the member is gone, the coordinator does not
         self.member_timeouts: dict[str, tuple[int, int]] = {}
-        # member id handed to a restarted static member -> the session timeout (ms) of the id
-        # it replaced: updateStaticMemberAndRebalance schedules the new id's first heartbeat
-        # before updateMember gives it the rejoining request's timeouts
-        self.inherited_session: dict[str, int] = {}
         # protocol names of every member id as last seen in the group (the spec's mprotocols)
         self.member_protocols: dict[str, tuple[str, ...]] = {}
         # group.instance.id of every member id seen with one: the spec's minstance keeps it
@@ -169,6 +186,8 @@ class World:
         self.produced: list[Produced] = []
         self.formed: tuple[GroupMetadata | None, frozenset[str]] = (None, frozenset())
         self.self_leaders: list[tuple[GroupMetadata, int, str]] = []
+        # <<generation, leader id>> of every generation acknowledged as stored (the spec's ackLog)
+        self.acknowledged: list[tuple[int, str]] = []
         self.unloaded_ops: dict[int, _Snapshot] = {}
         self.unloaded_groups: dict[int, tuple[GroupMetadata, frozenset[str]]] = {}
         self.op_born: dict[int, tuple[Any, int]] = {}
@@ -246,20 +265,14 @@ class World:
             if group is not None:
                 self.self_leaders.append((group, result.generation_id, result.member_id))
 
-    def replaced_static_member(
-        self, group: GroupMetadata, generation: int, old: str, new: str, rejoin: bool = False
-    ) -> None:
-        """GroupMetadata.replaceStaticMember moved old's MemberMetadata to new (rejoin: for a
-        static member's JoinGroup, whose new id inherits old's session timeout until
-        updateMember, see inherited_session; otherwise the revert of a failed store): old's
+    def replaced_static_member(self, group: GroupMetadata, generation: int, old: str, new: str) -> None:
+        """GroupMetadata.replaceStaticMember moved old's MemberMetadata to new: old's
         DelayedHeartbeat is left to expire without effect (an orphan, as the spec's
         ReplaceStaticMember makes it), and the leadership old was told of in this generation
-        is new's (the spec relabels genLeaders and leaderLog at `generation`, the group's
+        is new's (the spec relabels genLeaders, leaderLog and ackLog at `generation`, the group's
         when the JoinGroup came, before any rebalance it completed)."""
         if new in group.members and old not in group.members:
             self.orphaned.add(old)
-        if rejoin and old in self.member_timeouts:
-            self.inherited_session[new] = self.member_timeouts[old][0]
         if group.state is GroupState.Stable:
             # the plan, the generation's members and the clients' lists and assignments name
             # the new id (in the other states no plan is installed: the stored one keeps old)
@@ -275,6 +288,7 @@ class World:
         self.self_leaders = [
             (g, g_gen, new if g_gen == generation and m == old else m) for g, g_gen, m in self.self_leaders
         ]
+        self.acknowledged = [(g_gen, new if g_gen == generation and m == old else m) for g_gen, m in self.acknowledged]
         if group.state is not GroupState.CompletingRebalance:
             # updateStaticMemberAndRebalance scheduled new's heartbeat on its own, before a
             # prepareRebalance in CompletingRebalance re-made the heartbeats of the members

@@ -42,6 +42,7 @@ SAME_DEFECT = {
     "bug_leader_not_reassigned": "leader_not_reassigned",
     "bug_commit_from_unknown_member_accepted": "commit_from_unknown_member_accepted",
     "bug_vote_ignores_candidates": "vote_ignores_candidates",
+    "bug_sync_acknowledged_not_stored": "sync_acknowledged_not_stored",
 }
 
 _found: dict[str, Path | None] = {}

@@ -39,6 +39,7 @@ SEEDED = (
     "rebalance_timeout_keeps_member",
     "leader_given_stale_members",
     "commit_from_unknown_member_accepted",
+    "sync_acknowledged_not_stored",
     # the liveness twins (seeded_bugs.LIVENESS_BUGS): the step that should have ended a wait
     "rebalance_timeout_waits_for_all",
     "no_delayed_sync",

@@ -4,8 +4,9 @@ load is SIGKILLed at random moments and restarted from its file, again and again
 Checked across every kill: each acknowledged SyncGroup is recovered exactly (generation, leader,
 assignment), or superseded by a later record that the child had started to append; acknowledged
 generations of a group keep growing; no acknowledged generation is ever reused with another
-leader (the finding_generation_reuse property, on acknowledged writes: an unacknowledged
-generation may be reused, as Kafka 3.x does); recovered groups go on (acks after recovery).
+leader (the spec's AcknowledgedGenerationLeaderUnique: an unacknowledged generation may be
+reused, as Kafka 3.x does, finding_generation_reuse); recovered groups go on (acks after
+recovery).
 
 KGC_CRASH_KILLS sets the number of kills (200 in CI; the README's long run used 1,000).
 """
