@@ -338,9 +338,14 @@ def AssignmentMatchesGenerationMembers(s: State, k: Constants) -> list[str]:
 
 def ParkedRequestAnsweredOnce(s: State, k: Constants) -> list[str]:
     """Every client waiting on a parked JoinGroup/SyncGroup has it parked in the live group;
-    no two clients wait on one callback."""
+    no two clients wait on one callback; a JoinGroup parked in a Stable group is a static
+    rejoin whose append is in flight (its callback answers it, once)."""
     bad = []
     live = _live(s)
+    if live and _get(s, "gstate") == "Stable":
+        in_flight = {w["obj"] for w in _get(s, "writes") if w["kind"] == "Static" and not w["stale"]}
+        for m in sorted(_get(s, "awaitingJoin") - in_flight):
+            bad.append(f"member {m} has a JoinGroup parked in Stable with no static append in flight")
     clients = list(_clients(s, k))
     for c in clients:
         ph, w = s["cphase"][c], s["cwait"][c]

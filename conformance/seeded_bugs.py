@@ -366,6 +366,47 @@ class SyncAcknowledgedNotStored(GroupCoordinator):
             super()._sync_group(*args, **kwargs)  # type: ignore[arg-type]
 
 
+class StaticRevertDropped(GroupCoordinator):
+    """updateStaticMemberAndRebalance's storeGroup callback answers a failed append with the
+    error but drops the revert (the spec's bug_static_revert_dropped): the group keeps the new
+    member id, which no client was told, instead of renaming the member back to the old one."""
+
+    def _on_static_member_stored(
+        self,
+        group: GroupMetadata,
+        member: MemberMetadata,
+        old_member_id: str,
+        new_member_id: str,
+        group_instance_id: str,
+        old_protocols: object,
+        old_rebalance_timeout_ms: int,
+        old_session_timeout_ms: int,
+        current_leader: str | None,
+        respond: object,
+        error: Errors,
+    ) -> None:
+        if error is Errors.NONE:
+            super()._on_static_member_stored(
+                group,
+                member,
+                old_member_id,
+                new_member_id,
+                group_instance_id,
+                old_protocols,  # type: ignore[arg-type]
+                old_rebalance_timeout_ms,
+                old_session_timeout_ms,
+                current_leader,
+                respond,  # type: ignore[arg-type]
+                error,
+            )
+            return
+        leader = current_leader or ""
+        result = JoinGroupResult(
+            [], UNKNOWN_MEMBER_ID, group.generation_id, group.protocol_type, group.protocol_name, leader, error
+        )
+        respond.answer_if_unanswered(result)  # type: ignore[attr-defined]
+
+
 class StaticReplaceKeepsOldMember(GroupCoordinator):
     """replaceStaticMember moves the MemberMetadata to the new member id but leaves the old id
     in the group beside it (the spec's bug_static_replace_keeps_old_member): two members carry
@@ -658,6 +699,7 @@ BUGS: dict[str, type[GroupCoordinator]] = {
     "static_replace_not_stored": StaticReplaceNotStored,
     "sync_acknowledged_not_stored": SyncAcknowledgedNotStored,
     "static_replace_keeps_old_member": StaticReplaceKeepsOldMember,
+    "static_revert_dropped": StaticRevertDropped,
     "commit_from_unknown_member_accepted": CommitFromUnknownMemberAccepted,
     "vote_ignores_candidates": VoteIgnoresCandidates,
     **LIVENESS_BUGS,

@@ -882,6 +882,7 @@ StaticStored(s, w, err) ==
                     THEN [s1 EXCEPT !.leaderLog = @ \cup {<<g, m>>}] ELSE s1
             ELSE s
        ELSE IF ~live \/ w.obj # m THEN Answer(s, JoinErr(err, NoMember))
+       ELSE IF Bug = "static_revert_dropped" THEN Answer(s, JoinErr(err, NoMember))
        ELSE LET I == s.minstance[m]
                 \* Kafka reads the "old" protocols after updateMember: the new ones stay
                 s1 == [s EXCEPT !.awaitingJoin = @ \ {m}, !.mprotocols[w.old] = s.mprotocols[m]]
@@ -1758,7 +1759,15 @@ AssignmentMatchesGenerationMembers ==
 (* A request a client gave up on is superseded, not awaited.  A static    *)
 (* rejoin parked in a Stable group that was unloaded waits on its append's *)
 (* callback instead (onGroupUnloaded answers no JoinGroup in Stable).      *)
+(* A JoinGroup parked in a Stable group is a static rejoin whose append is *)
+(* in flight (updateStaticMemberAndRebalance): any other would have started *)
+(* a rebalance, and the append's callback answers it -- on an error after   *)
+(* updateMember(..., null) dropped it from the member, which otherwise      *)
+(* holds a callback already answered, to be invoked again.                  *)
 ParkedRequestAnsweredOnce ==
+    /\ (Live /\ gstate = "Stable") =>
+          \A m \in awaitingJoin :
+             \E i \in DOMAIN writes : writes[i].kind = "Static" /\ ~writes[i].stale /\ writes[i].obj = m
     /\ \A c \in Clients : cphase[c] = "JoinWait" =>
           \/ Live /\ cwait[c] \in awaitingJoin
           \/ \E i \in DOMAIN writes : writes[i].stale /\ writes[i].open /\ writes[i].member = cwait[c]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -123,9 +123,10 @@ def test_record_refuses_a_normalize_model(small_traces: Path, tmp_path: Path) ->
 #: leader then still assigns to, which the timeouts model's traces reach (see below)
 TIMEOUTS_TRACES = {"leader_given_stale_members"}  # caught on `timeouts` traces
 STATIC_TRACES = {"static_replace_not_stored", "static_replace_keeps_old_member"}  # on `static_fencing` traces
+STORE_TRACES = {"static_revert_dropped"}  # caught on a trace TLC steers to a failed static append (below)
 TRAP_TRACES = {"commit_from_unknown_member_accepted"}  # caught on a trace TLC steers to (below)
 PROTOCOLS_TRACES = {"vote_ignores_candidates"}  # caught on `protocols` traces (clients' protocols differ)
-OTHER_TRACES = TIMEOUTS_TRACES | STATIC_TRACES | TRAP_TRACES | PROTOCOLS_TRACES
+OTHER_TRACES = TIMEOUTS_TRACES | STATIC_TRACES | TRAP_TRACES | PROTOCOLS_TRACES | STORE_TRACES
 
 
 @pytest.mark.parametrize("bug", sorted(set(BUGS) - {"none"} - OTHER_TRACES))
@@ -333,6 +334,24 @@ def test_static_member_traces_conform(model: str, tmp_path: Path) -> None:
         assert d.divergence.variable == "members" and d.divergence.action.startswith("JoinGroup"), str(d.divergence)
 
 
+def test_a_failed_static_store_reverts_to_the_old_member_id(tmp_path: Path) -> None:
+    """A static rejoin in Stable whose append fails is reverted to the old member id
+    (updateStaticMemberAndRebalance's storeGroup callback): the real coordinator follows the
+    trace TLC finds to such a revert (bug_static_revert_dropped's model with Bug none: one
+    static client, the asynchronous store failing), and static_revert_dropped (no revert)
+    diverges at that StoreCallback."""
+    trap = _trap_trace(
+        tmp_path, "bug_static_revert_dropped", "static_revert_trap", STATIC_REVERT_TRAP_MODULE, "NoStaticRevert"
+    )
+    _, states = read_itf(trap)
+    assert states[-1]["lastAction"]["name"] == "StoreCallback"
+    assert conform([trap]).count("CONFORMS") == 1
+    dropped = conform([trap], coordinator_class("static_revert_dropped"), stop_at_first=True)
+    d = dropped.first_divergence
+    assert d is not None, "static_revert_dropped went unnoticed"
+    assert d.divergence.action.startswith("StoreCallback"), str(d.divergence)
+
+
 def test_static_member_removed_by_instance_id_conforms_and_validates(tmp_path: Path) -> None:
     """static_admin_leave: an admin's LeaveGroup naming only the group.instance.id
     (handleLeaveGroup's currentStaticMemberId path, the spec's LeaveGroupByInstanceId) removes
@@ -368,8 +387,21 @@ NoRemovedMemberCommitsInItsGeneration ==
 """
 
 
-def _trap_trace(folder: Path) -> Path:
-    """TLC's trace to the commit trap, on the `commits` model with the trap as its property."""
+STATIC_REVERT_TRAP_MODULE = """---- MODULE MCstatic_revert_trap ----
+EXTENDS MCGroupCoordinator
+NoStaticRevert == [][~(lastAction'.name = "StoreCallback" /\\ staticMembers' # staticMembers)]_vars
+====
+"""
+
+
+def _trap_trace(
+    folder: Path,
+    base: str = "commits",
+    name: str = "commit_trap",
+    module: str = COMMIT_TRAP_MODULE,
+    prop: str = "NoRemovedMemberCommitsInItsGeneration",
+) -> Path:
+    """TLC's trace to a trap: the `base` model (Bug none) with the trap as its only property."""
     from kgc.conformance.abstraction import SpecConstants
     from kgc.spec.catalog import resolve_model
     from kgc.spec.itf import write_itf
@@ -377,15 +409,12 @@ def _trap_trace(folder: Path) -> Path:
 
     spec_dir = full_spec_dir(folder / "spec")
     models = spec_dir / "models"
-    shutil.copyfile(resolve_model("commits").config, models / "commit_trap.cfg")
-    cfg = (models / "commit_trap.cfg").read_text(encoding="utf-8")
-    (models / "commit_trap.cfg").write_text(
-        cfg.split("INVARIANTS")[0] + "PROPERTIES\n    NoRemovedMemberCommitsInItsGeneration\n", encoding="utf-8"
-    )
-    (models / "MCcommit_trap.tla").write_text(COMMIT_TRAP_MODULE, encoding="utf-8")
-    found = resolve_model("commit_trap", spec_dir)
+    cfg = re.sub(r'Bug = "\w+"', 'Bug = "none"', resolve_model(base).config.read_text(encoding="utf-8"))
+    (models / f"{name}.cfg").write_text(cfg.split("INVARIANTS")[0] + f"PROPERTIES\n    {prop}\n", encoding="utf-8")
+    (models / f"MC{name}.tla").write_text(module, encoding="utf-8")
+    found = resolve_model(name, spec_dir)
     result = run_tlc(TlcJob(module=found.module, config=found.config, modules=found.modules), folder / "tlc")
-    assert result.violated == "NoRemovedMemberCommitsInItsGeneration", result.error
+    assert result.violated == prop, result.error
     path = folder / "trap.itf.json"
     constants = SpecConstants.from_cfg(found.config, 1000)
     meta = {"model": found.name, "constants": constants.to_json()}

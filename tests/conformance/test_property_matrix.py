@@ -57,6 +57,7 @@ def test_every_cell_is_backed_by_the_detectors_test() -> None:
         | set(validate_tests.STATIC_SEEDED)
         | set(validate_tests.JOIN_TIMEOUT_SEEDED)
         | set(validate_tests.PROTOCOL_SEEDED)
+        | set(validate_tests.STORE_SEEDED)
     )
     # test_stateful's derandomized hunts, or test_fuzz_time_to_find's three example sequences
     fuzzed = set(_test_module("tests/conformance/test_stateful.py").ASSERTED) | set(

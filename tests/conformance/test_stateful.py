@@ -226,6 +226,7 @@ def test_properties_hold_on_recorded_runs_of_the_correct_coordinator():
         ("TypeOK", {"loading": None}, "loading = "),  # loading \in BOOLEAN
         ("TypeOK", {"loading": True}, "loading and loaded"),  # loading => ~loaded
         ("SelectedProtocolSupportedByAllMembers", {"protocol": "sticky"}, "does not support 'sticky'"),
+        ("ParkedRequestAnsweredOnce", {"awaitingJoin": frozenset({2})}, "no static append in flight"),
     ],
 )
 def test_each_invariant_detects_a_broken_state(name, change, needle):

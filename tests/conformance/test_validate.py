@@ -385,3 +385,17 @@ def test_random_runs_with_differing_protocols_are_behaviours_of_the_spec(protoco
 @pytest.mark.parametrize("bug", PROTOCOL_SEEDED)
 def test_validate_catches_protocol_seeded_bug(protocol_report, bug):
     _assert_bug_caught(protocol_report[1], bug)
+
+
+#: Seeded implementation bugs of the group store's callbacks, each caught on the recording of
+#: the scenario that drives that callback (its store step is where the run leaves the spec).
+STORE_SEEDED = {"static_revert_dropped": "static-rejoin-store-failure-reverts-to-the-old-member-id"}
+
+
+@pytest.mark.parametrize("bug", sorted(STORE_SEEDED))
+def test_validate_catches_store_seeded_bug(bug):
+    trace = record_scenario_file(SCENARIOS / f"{STORE_SEEDED[bug]}.json", coordinator_class(bug))
+    assert trace.stopped is None, trace.stopped
+    verdict = validate_traces([trace]).verdicts[0]
+    assert not verdict.matched and verdict.diffs, verdict.line()
+    assert verdict.action.startswith("StoreCallback"), verdict.line()

@@ -57,6 +57,7 @@ BUGS: dict[str, Expect] = {
     "bug_static_replace_keeps_old_member": Expect("OneOwnerPerInstanceId", "invariant"),
     "bug_static_replace_not_stored": Expect("MemberIdSurvivesReload", "invariant"),
     "bug_sync_acknowledged_not_stored": Expect("AcknowledgedGenerationLeaderUnique", "action"),
+    "bug_static_revert_dropped": Expect("ParkedRequestAnsweredOnce", "invariant"),
     "bug_generation_not_bumped": Expect("SingleLeaderPerGeneration", "invariant"),
     "bug_sync_in_preparing_rebalance": Expect("NoSyncInPreparingRebalance", "action"),
     "bug_sync_answered_in_preparing_rebalance": Expect("NoSyncInPreparingRebalance", "action"),
