@@ -447,14 +447,20 @@ def AcknowledgedGenerationLeaderUnique(s: State, t: State, k: Constants) -> list
     """Once a generation's leader SyncGroup was answered as stored (ackLog), no JoinGroup
     response names another leader for it, in any later incarnation: the step's new leaderLog
     entries against every acknowledgement so far (the leader named before the acknowledgement
-    is Kafka's own generation reuse, GenerationLeaderUniqueAcrossFailovers, not this)."""
+    is Kafka's own generation reuse, GenerationLeaderUniqueAcrossFailovers, not this). Two
+    member ids of one group.instance.id are one leader (the spec's SameLeader)."""
     named = _get(t, "leaderLog") - _get(s, "leaderLog")
     acked = _get(t, "ackLog")
+    instance = _fn(t.get("minstance", {}))
+
+    def same(m: int, a: int) -> bool:
+        return m == a or bool(instance.get(m)) and instance.get(m) == instance.get(a)
+
     return [
         f"generation {g} was acknowledged with leader {a}; a JoinGroup response names {m}"
         for g, m in sorted(named)
         for ag, a in sorted(acked)
-        if ag == g and a != m
+        if ag == g and not same(m, a)
     ]
 
 
