@@ -109,6 +109,8 @@ _STORE_ERRORS = "COORDINATOR_NOT_AVAILABLE NOT_COORDINATOR REBALANCE_IN_PROGRESS
 #: "fenced" (the instance maps to another member id), "unknown-instance" (it maps to none), for
 #: join "static-replace" (no member id, the instance maps to a member) and "static-pending" (a
 #: pending member's id with an instance id); otherwise it is classified as a dynamic request.
+#: A join "new" or "pending" in Stable while every member has a JoinGroup parked is
+#: "new-all-joined" / "pending-all-joined".
 RESPONSE_TABLE: dict[tuple[str, str, str], Row] = {
     # -- validateGroupStatus, first in every handler ---------------------------------------
     ("*", "NotCoordinator", "*"): _row("NOT_COORDINATOR", cite="validateGroupStatus: !isCoordinatorForGroup"),
@@ -222,6 +224,16 @@ RESPONSE_TABLE: dict[tuple[str, str, str], Row] = {
                 ),
             ),
         )
+    },
+    **{
+        ("join", "Stable", f"{who}-all-joined"): _row(
+            "NONE INCONSISTENT_GROUP_PROTOCOL",
+            _JOIN_LATER,
+            "addMemberAndRebalance -> prepareRebalance: DelayedJoin.tryComplete, hasAllMembersJoined (every member "
+            "has a JoinGroup parked: a static member replaced in Stable waits for its store, "
+            "updateStaticMemberAndRebalance), so completed at once",
+        )
+        for who in ("new", "pending")
     },
     # -- handleSyncGroup / doSyncGroup -----------------------------------------------------
     ("sync", "NoGroup", "*"): _row("UNKNOWN_MEMBER_ID", cite="handleSyncGroup: getGroup None"),
@@ -450,6 +462,16 @@ class ResponseOracle:
         callback: setAndPropagateAssignment on NONE, else resetAndPropagateAssignmentError(error))."""
         self._store_outcome = error
 
+    def store_completed(self, c: GroupCoordinator) -> None:
+        """The append's callback has run: the assignments it installed (doSyncGroup's
+        setAndPropagateAssignment) or moved back (a static member's revert after a failed store,
+        updateStaticMemberAndRebalance) are judged now, as a handler's are at its end. A callback
+        is no handler call, and one rule of the machine may run it and then a static member's
+        replacement (replaceStaticMember, which hands the assignment to the new id): judged only
+        after both, the hand-over would look like an assignment no leader sent."""
+        self._store_outcome = None
+        self._check_assignments(c)
+
     def _find(self, name: str, what: str) -> None:
         self.findings.setdefault(name, []).append(what)
 
@@ -526,6 +548,13 @@ class ResponseOracle:
             return member in group.members or len(group.members) < most
         return True
 
+    @staticmethod
+    def _all_joined(c: GroupCoordinator, group_id: str) -> bool:
+        """Every member has a JoinGroup parked (in Stable only while a static member's
+        replacement waits for its store): a newcomer's rebalance then completes at once."""
+        group = c._groups.get(group_id)
+        return group is not None and all(m.awaiting_join_callback is not None for m in group.members.values())
+
     def arrive(
         self,
         c: GroupCoordinator,
@@ -551,6 +580,8 @@ class ResponseOracle:
                 who = "full"
             elif who == "new" and rk and instance is None:
                 who = "new-rk"
+            if who in ("new", "pending") and where == "Stable" and self._all_joined(c, group_id):
+                who = f"{who}-all-joined"
         req = _Request(
             self._count, kind, member, where, who, generation, dict(assignment or {}) or None, instance=instance
         )
