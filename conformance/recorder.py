@@ -93,6 +93,7 @@ CLIENT_ACTIONS: dict[str, bool] = {
     "ClientAbandon": False,
     "ClientRejoin": False,
     "HandleCommitOffsets": False,
+    "SyncGroupInconsistentProtocol": False,
 }
 
 _TIMER_NAMES = {
@@ -937,8 +938,8 @@ class _ScenarioLifter:
 
     def _consistent_protocol(self, step: Any) -> bool:
         """A SyncGroup v5 protocol type and name the group has (what clients send) pass Kafka's
-        isValidProtocolType/Name check and leave the request a plain SyncGroup; only others,
-        answered INCONSISTENT_GROUP_PROTOCOL, are outside the spec."""
+        isValidProtocolType/Name check and leave the request a plain SyncGroup; others are the
+        spec's SyncGroupInconsistentProtocol."""
         if step.protocol_type is None and step.protocol is None:
             return True
         group = self.rec.world.group
@@ -948,9 +949,7 @@ class _ScenarioLifter:
 
     def client_request(self, where: str, step: Any, member: str, kind: str) -> None:
         rec = self.rec
-        if kind == "sync" and not self._consistent_protocol(step):
-            self._as_outsider(where, step, member, "SyncGroup v5 protocol type/name")
-            return
+        inconsistent = kind == "sync" and not self._consistent_protocol(step)
         if kind == "leave" and member == "" and step.instance is not None:
             self.leave_by_instance_id(where, step)
             return
@@ -988,7 +987,13 @@ class _ScenarioLifter:
             if view.phase != "Joined" and not resync:
                 self._as_outsider(where, step, member, f"its consumer is {view.phase}")
                 return
-            name = "SyncGroupLeader" if view.leader else "SyncGroupFollower"
+            name = (
+                "SyncGroupInconsistentProtocol"
+                if inconsistent
+                else "SyncGroupLeader"
+                if view.leader
+                else "SyncGroupFollower"
+            )
         else:
             if view.phase not in ("Joined", "SyncWait", "Stable"):
                 self._as_outsider(where, step, member, f"its consumer is {view.phase}")

@@ -205,6 +205,7 @@ ACTIONS: dict[str, str] = {
     "StaleHeartbeat": "StaleHeartbeat(C_(a), F_(a))",
     "LeaveGroupByInstanceId": "LeaveGroupByInstanceId(C_(a))",
     "HandleCommitOffsets": "HandleCommitOffsets(C_(a))",
+    "SyncGroupInconsistentProtocol": "SyncGroupInconsistentProtocol(C_(a))",
 }
 _ACTION_INDEX = {name: n for n, name in enumerate(ACTIONS, start=1)}
 MAX_CLIENTS = 63
@@ -682,7 +683,7 @@ def build_module(
         f"    MaxGroupSize = {max_group}",
         "    JoinFlavours = {TRUE, FALSE}",
         '    ClientFaults = {"crash", "abandon", "leave", "rejoin", "change", "resync", "early-rejoin",'
-        ' "stale-heartbeat", "admin-leave"}',
+        ' "stale-heartbeat", "admin-leave", "bad-protocol"}',
         f"    MaxFailovers = {max(1, consts.failovers)}",
         '    CommitPhases = {"Joined", "Stable"}',
         "    Normalize = FALSE",

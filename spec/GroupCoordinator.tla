@@ -101,7 +101,7 @@ CONSTANTS
     MaxGroupSize,     \* group.max.size
     JoinFlavours,     \* requireKnownMemberId values clients use (subset of BOOLEAN)
     ClientFaults,     \* subset of {"crash", "abandon", "leave", "rejoin", "change", "resync",
-                      \*   "early-rejoin", "stale-heartbeat", "admin-leave"}
+                      \*   "early-rejoin", "stale-heartbeat", "admin-leave", "bad-protocol"}
     MaxFailovers,     \* how many times the group may be unloaded (0: never)
     Normalize,        \* relative clock and generations (liveness models)
     Bug               \* "none", or the name of one seeded defect
@@ -1014,18 +1014,22 @@ JoinGroupHandler(s0_, c, rk, chg, nl, jl) ==
          IN TryCompleteJoin(s1, jl)   \* "attempt to complete JoinGroup"
 
 (* handleSyncGroup / doSyncGroup; a leader sends its plan: the member list *)
-(* it got (its assignor gives every listed member a part).                 *)
-SyncGroupHandler(s, c) ==
+(* it got (its assignor gives every listed member a part).  consistent:    *)
+(* the request's protocol type and name (SyncGroup v5+) are the group's;   *)
+(* otherwise validateSyncGroup answers INCONSISTENT_GROUP_PROTOCOL after    *)
+(* the member and generation checks, in every state, and nothing changes.  *)
+SyncGroupHandler(s, c, consistent) ==
     LET m == s.cmember[c]
         g == s.cgen[c]
         P == s.cmembers[c]
-        s0 == [s EXCEPT !.cmembers[c] = {}]    \* the list is used up by this request
+        s0 == IF consistent THEN [s EXCEPT !.cmembers[c] = {}] ELSE s   \* the list is used up
         Park(x) == [x EXCEPT !.awaitingSync = @ \cup {m}, !.cphase[c] = "SyncWait",
                              !.cwait[c] = m, !.resp = "PARKED"]
     IN IF ~s.loaded THEN ReplySync(s0, c, NotLoadedSyncError(s))
        ELSE IF s.gstate # "Dead" /\ StaticCheck(s, c, m) # "NONE" THEN ReplySync(s0, c, StaticCheck(s, c, m))
        ELSE IF s.gstate = "Dead" \/ m \notin s.members THEN ReplySync(s0, c, "UNKNOWN_MEMBER_ID")
        ELSE IF g # s.generation THEN ReplySync(s0, c, "ILLEGAL_GENERATION")
+       ELSE IF ~consistent THEN [s0 EXCEPT !.resp = "INCONSISTENT_GROUP_PROTOCOL"]
        ELSE CASE s.gstate = "Empty" -> ReplySync(s0, c, "UNKNOWN_MEMBER_ID")
               [] s.gstate = "PreparingRebalance" ->
                    IF Bug = "sync_in_preparing_rebalance" THEN Park(s0)
@@ -1168,14 +1172,27 @@ SyncPhase(c) ==
 (* assignment; in CompletingRebalance the group becomes Stable.            *)
 SyncGroupLeader(c) ==
     /\ SyncPhase(c) /\ cleader[c]
-    /\ LET s == SyncGroupHandler(Cur, c)
+    /\ LET s == SyncGroupHandler(Cur, c, TRUE)
        IN Commit(s, LA("SyncGroupLeader", c, cmember[c], cgen[c], FALSE, s))
 
 (* handleSyncGroup from a follower: parked until the leader's assignment.  *)
 SyncGroupFollower(c) ==
     /\ SyncPhase(c) /\ ~cleader[c]
-    /\ LET s == SyncGroupHandler(Cur, c)
+    /\ LET s == SyncGroupHandler(Cur, c, TRUE)
        IN Commit(s, LA("SyncGroupFollower", c, cmember[c], cgen[c], FALSE, s))
+
+(* handleSyncGroup of a SyncGroup v5+ whose protocol type or name is not   *)
+(* the group's (Kafka 3.9 validateSyncGroup: INCONSISTENT_GROUP_PROTOCOL).  *)
+(* A Java consumer never sends one (its own protocol type, and the name    *)
+(* its JoinGroup answer gave): the sender is a client of another make, the *)
+(* fault "bad-protocol", and an INCONSISTENT_GROUP_PROTOCOL answer leaves   *)
+(* it as it was (what it does next is its own affair); an error answered   *)
+(* before the protocol check reaches it as any SyncGroup's.               *)
+SyncGroupInconsistentProtocol(c) ==
+    /\ "bad-protocol" \in ClientFaults
+    /\ SyncPhase(c)
+    /\ LET s == SyncGroupHandler(Cur, c, FALSE)
+       IN Commit(s, LA("SyncGroupInconsistentProtocol", c, cmember[c], cgen[c], FALSE, s))
 
 (* handleHeartbeat; the heartbeat thread runs once the client has a        *)
 (* generation (COMPLETING_REBALANCE and STABLE).                           *)
@@ -1562,6 +1579,7 @@ Disturb(c) ==
     \/ \E cur \in BOOLEAN : StaleHeartbeat(c, cur)
     \/ LeaveGroupByInstanceId(c)
     \/ HandleCommitOffsets(c)
+    \/ SyncGroupInconsistentProtocol(c)
 
 Next ==
     \/ \E c \in Clients : ClientStep(c) \/ Disturb(c)
@@ -1589,7 +1607,7 @@ ClientStepBy(c) == lastAction'.client = c /\ lastAction'.name \in ClientStepName
 (* (a client committing for ever between JoinGroup and SyncGroup would keep *)
 (* a rebalance from completing), so a prompt client eventually stops.      *)
 DisturbStep == \/ lastAction'.name \in {"LeaveGroup", "ClientCrash", "ClientAbandon", "ClientRejoin", "NoIdLeft",
-                                        "HandleCommitOffsets"}
+                                        "HandleCommitOffsets", "SyncGroupInconsistentProtocol"}
                \/ lastAction'.name = "JoinGroupKnownMember" /\ lastAction'.flag
 
 (* Time is fair and not Zeno: while timers are live, the clock advances   *)

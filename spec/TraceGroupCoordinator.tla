@@ -65,6 +65,7 @@ Do(a) ==
       [] a \div 128 = 26 -> StaleHeartbeat(C_(a), F_(a))
       [] a \div 128 = 27 -> LeaveGroupByInstanceId(C_(a))
       [] a \div 128 = 28 -> HandleCommitOffsets(C_(a))
+      [] a \div 128 = 29 -> SyncGroupInconsistentProtocol(C_(a))
       [] OTHER -> FALSE
 
 (* The observed part of the state after the step is the recorded one. *)

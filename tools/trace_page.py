@@ -57,6 +57,7 @@ REQUESTS = {
     "JoinGroupKnownMember": "JoinGroup",
     "SyncGroupLeader": "SyncGroup",
     "SyncGroupFollower": "SyncGroup",
+    "SyncGroupInconsistentProtocol": "SyncGroup",  # v5, with a protocol type or name not the group's
     "Heartbeat": "Heartbeat",
     "LeaveGroup": "LeaveGroup",
     "LeaveGroupByInstanceId": "LeaveGroup",  # an admin's, drawn on the instance's client

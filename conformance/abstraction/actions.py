@@ -65,6 +65,14 @@ def _deliver_sync(world: World, view: ClientView, r: SyncGroupResult) -> None:
         view.rejoins()
 
 
+def _deliver_sync_protocol(world: World, view: ClientView, r: SyncGroupResult) -> None:
+    """The spec's SyncGroupInconsistentProtocol: its INCONSISTENT_GROUP_PROTOCOL answer
+    leaves the client as it was; an error found before the protocol check is delivered as
+    any SyncGroup's."""
+    if r.error is not Errors.INCONSISTENT_GROUP_PROTOCOL:
+        _deliver_sync(world, view, r)
+
+
 def _deliver_heartbeat(world: World, view: ClientView, err: Errors) -> None:
     if err is Errors.REBALANCE_IN_PROGRESS:
         if view.phase == "Stable":
@@ -98,7 +106,12 @@ def commit_error(errors: Mapping[str, Errors]) -> Errors:
 
 
 DELIVER.update(
-    join=_deliver_join, sync=_deliver_sync, heartbeat=_deliver_heartbeat, leave=_deliver_leave, commit=_deliver_commit
+    join=_deliver_join,
+    sync=_deliver_sync,
+    sync_protocol=_deliver_sync_protocol,
+    heartbeat=_deliver_heartbeat,
+    leave=_deliver_leave,
+    commit=_deliver_commit,
 )
 
 #: The partition the driver's consumers commit (one is enough: answers are per request).
@@ -224,6 +237,25 @@ def _sync(world: World, c: str, leader: bool, res: StepResult) -> None:
     )
     if world._parks(view, token):
         view.phase, view.wait = "SyncWait", view.member
+
+
+def _sync_inconsistent_protocol(world: World, c: str, res: StepResult) -> None:
+    """The spec's SyncGroupInconsistentProtocol: a SyncGroup v5 with a protocol type the
+    group does not have (the spec does not say which field differs; the type is enough)."""
+    view = world.clients[c]
+    token = world._request(view)
+    res.requests.append(f"SyncGroup(member={view.member!r}, generation={view.gen}, protocol type not the group's)")
+    world.coordinator.handle_sync_group(
+        GROUP_ID,
+        view.gen,
+        view.member,
+        "not-" + PROTOCOL_TYPE,
+        None,
+        world.k.instance_id_of(c),
+        {},
+        world._callback(c, token, "sync_protocol"),
+    )
+    view.calling = 0
 
 
 def _heartbeat(world: World, c: str, res: StepResult) -> None:
@@ -422,6 +454,8 @@ def apply_action(world: World, la: Mapping[str, Any], fire: Any = None) -> StepR
         _join(world, c, False, flag, res)
     elif name in ("SyncGroupLeader", "SyncGroupFollower"):
         _sync(world, c, name == "SyncGroupLeader", res)
+    elif name == "SyncGroupInconsistentProtocol":
+        _sync_inconsistent_protocol(world, c, res)
     elif name == "Heartbeat":
         _heartbeat(world, c, res)
     elif name == "StaleHeartbeat":
@@ -555,7 +589,14 @@ def _action_member_gen(world: World, name: str, view: ClientView | None) -> tupl
         current = _static_member_of(world, view.name)
         return (world.ids.spec(current) if current else NO_MEMBER), NO_GEN
     member = world.ids.spec(view.member)
-    if name in ("SyncGroupLeader", "SyncGroupFollower", "Heartbeat", "ClientRejoin", "HandleCommitOffsets"):
+    if name in (
+        "SyncGroupLeader",
+        "SyncGroupFollower",
+        "SyncGroupInconsistentProtocol",
+        "Heartbeat",
+        "ClientRejoin",
+        "HandleCommitOffsets",
+    ):
         return member, world.gen(view.gen)
     if name == "ClientAbandon":
         return world.ids.spec(view.wait), NO_GEN
@@ -583,6 +624,7 @@ def not_enabled(world: World, la: Mapping[str, Any]) -> str | None:
             "JoinGroupKnownMember": phase == "Unjoined" and bool(view.member) and not pending,
             "SyncGroupLeader": phase in ("Joined", "Stable") and view.leader,
             "SyncGroupFollower": phase in ("Joined", "Stable") and not view.leader,
+            "SyncGroupInconsistentProtocol": phase in ("Joined", "Stable"),
             "Heartbeat": phase in ("Joined", "SyncWait", "Stable"),
             "HandleCommitOffsets": phase in ("Joined", "Stable"),
             "LeaveGroup": phase != "Down" and bool(view.member),

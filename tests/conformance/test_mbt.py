@@ -234,6 +234,15 @@ def test_clients_with_their_own_timeouts_conform_and_record_back(tmp_path: Path)
         assert caught is not None, f"{bug} went unnoticed"
 
 
+def _last_actions(folder: Path, name: str) -> list[dict]:
+    return [
+        s["lastAction"]
+        for path in sorted(folder.glob("*.itf.json"))
+        for s in read_itf(path)[1]
+        if s["lastAction"]["name"] == name
+    ]
+
+
 def test_clients_with_their_own_protocols_conform_and_record_back(tmp_path: Path) -> None:
     """protocols.cfg: c1 prefers roundrobin over range, c2 cooperative-sticky over range and
     roundrobin, c3 supports sticky only. Spec traces conform -- the vote and its tie (c1 with
@@ -250,6 +259,10 @@ def test_clients_with_their_own_protocols_conform_and_record_back(tmp_path: Path
         answers.update(str(s["lastAction"]["resp"]) for s in states)
     assert {"range", "roundrobin", "sticky"} <= selected, sorted(selected)
     assert "INCONSISTENT_GROUP_PROTOCOL" in answers
+    # SyncGroup v5 with another protocol type (the fault bad-protocol): validateSyncGroup's
+    # INCONSISTENT_GROUP_PROTOCOL, or an error found before the protocol check
+    sync_answers = {str(la["resp"]) for la in _last_actions(tmp_path / "traces", "SyncGroupInconsistentProtocol")}
+    assert "INCONSISTENT_GROUP_PROTOCOL" in sync_answers, sync_answers
     _assert_recorded_runs_validate(tmp_path, 100)
     for bug in sorted(PROTOCOLS_TRACES):
         caught = conform([tmp_path / "traces"], coordinator_class(bug), stop_at_first=True).first_divergence

@@ -17,6 +17,7 @@ from kgc.conformance.recorded_trace import read_trace, write_trace
 from kgc.conformance.recorder import RANDOM_RUN_CONSTANTS, RunRecorder, random_run, record_scenario_file
 from kgc.conformance.seeded_bugs import BUGS, LIVENESS_BUGS, coordinator_class
 from kgc.conformance.validate import validate_traces
+from kgc.impl.coordinator import GroupCoordinator
 from kgc.spec.values import ModelValue, Record
 from kgc.tools.cli import main
 
@@ -399,3 +400,25 @@ def test_validate_catches_store_seeded_bug(bug):
     verdict = validate_traces([trace]).verdicts[0]
     assert not verdict.matched and verdict.diffs, verdict.line()
     assert verdict.action.startswith("StoreCallback"), verdict.line()
+
+
+class _SyncProtocolUnchecked(GroupCoordinator):
+    """validateSyncGroup without its protocol type / name check (SyncGroup v5)."""
+
+    def _validate_sync_group(self, group, generation, member_id, protocol_type, protocol_name, group_instance_id):
+        return super()._validate_sync_group(group, generation, member_id, None, None, group_instance_id)
+
+
+def test_sync_version_5_protocol_check_is_the_specs():
+    """The scenario's SyncGroups with another protocol type, then another name, are the spec's
+    SyncGroupInconsistentProtocol, answered INCONSISTENT_GROUP_PROTOCOL by the spec too; a
+    coordinator that skips the check leaves the spec at the first of them."""
+    path = SCENARIOS / "sync-version-5-checks-protocol-type-and-name.json"
+    trace = record_scenario_file(path)
+    bad = [s["lastAction"] for s in trace.states if s["lastAction"]["name"] == "SyncGroupInconsistentProtocol"]
+    assert [str(la["resp"]) for la in bad] == ["INCONSISTENT_GROUP_PROTOCOL"] * 2
+    unchecked = record_scenario_file(path, _SyncProtocolUnchecked)
+    report = validate_traces([trace, unchecked])
+    assert report.verdicts[0].matched, report.verdicts[0].line()
+    failed = report.verdicts[1]
+    assert not failed.matched and failed.action.startswith("SyncGroupInconsistentProtocol"), failed.line()
