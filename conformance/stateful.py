@@ -60,6 +60,7 @@ from kgc.spec.values import ModelValue
 __all__ = [
     "DEFAULT_CONSTANTS",
     "CoordinatorMachine",
+    "FirstFailure",
     "FuzzResult",
     "PropertyViolation",
     "HuntResult",
@@ -275,9 +276,13 @@ class CoordinatorMachine(RuleBasedStateMachine):
     on_example: Callable[[], None] | None = None
     steps_run = 0  # steps checked by every instance of this class (kgc fuzz's count)
     last_violation: PropertyViolation | None = None  # the latest (most shrunk) found
+    examples_started = 0  # instances of this class made (Hypothesis makes one per example)
+    #: (example number, time.monotonic(), time.process_time()) when a property first failed
+    first_failure_at: tuple[int, float, float] | None = None
 
     def __init__(self) -> None:
         super().__init__()
+        type(self).examples_started += 1
         if self.on_example is not None:
             type(self).on_example()  # type: ignore[misc]
         self.weights: dict[str, int] = dict(_WEIGHT)
@@ -349,6 +354,8 @@ class CoordinatorMachine(RuleBasedStateMachine):
                     path = None
             violation = PropertyViolation(f"after step {step} ({self.rec.origins[-1]}): {report}", report, step, path)
             type(self).last_violation = violation
+            if type(self).first_failure_at is None:
+                type(self).first_failure_at = (type(self).examples_started, time.monotonic(), time.process_time())
             raise violation
 
     @initialize(data=st.data())
@@ -1141,6 +1148,15 @@ def save_scenario(path: Path, steps: Sequence[dict[str, Any]], constants: SpecCo
 # ---------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class FirstFailure:
+    """When a run first broke a property: time-to-find, which shrinking must not count."""
+
+    examples: int
+    seconds: float
+    cpu_seconds: float
+
+
 class _BudgetSpent(BaseException):
     """--examples ran out while Hypothesis was shrinking a failure (a BaseException, so that
     Hypothesis lets it through instead of shrinking it as another failure)."""
@@ -1152,6 +1168,9 @@ class FuzzResult:
     steps: int = 0
     violation: PropertyViolation | None = None
     error: BaseException | None = None
+    #: the first failing example: its number and the seconds (wall, and this process's CPU)
+    #: from the start of the run to its failing step, before any shrinking
+    found: FirstFailure | None = None
 
     @property
     def ok(self) -> bool:
@@ -1167,11 +1186,17 @@ def fuzz(
     constants: SpecConstants = DEFAULT_CONSTANTS,
     save_dir: Path | None = None,
     on_example: Callable[[int], None] | None = None,
+    seed: int | None = None,
+    shrink: bool = True,
 ) -> FuzzResult:
     """Run the machine; a property violation is returned (with the saved scenario), not
     raised. `on_example(n)` is called as each example starts (n counts from 1; Hypothesis
-    also re-runs examples while shrinking)."""
+    also re-runs examples while shrinking). `seed` picks one fixed sequence of examples
+    (Hypothesis' @seed; the profile's derandomization is then off); without `shrink` the run
+    stops at the first failing example, as a time-to-find measurement wants (Hypothesis goes
+    on generating for up to 10 s after a first failure when it will shrink)."""
     count = [0]
+    began = (time.monotonic(), time.process_time())
 
     cap = examples or settings.get_profile(PROFILES.get(profile, profile)).max_examples
     spent = [False]
@@ -1186,21 +1211,33 @@ def fuzz(
             on_example(count[0])
 
     machine = machine_for(coordinator_class, constants=constants, save_dir=save_dir, on_example=started)
+    if seed is not None:
+        machine = hypothesis_seed(seed)(machine)
     base = settings.get_profile(PROFILES.get(profile, profile))
     chosen = settings(
-        base, max_examples=examples or base.max_examples, stateful_step_count=steps or base.stateful_step_count
+        base,
+        max_examples=examples or base.max_examples,
+        stateful_step_count=steps or base.stateful_step_count,
+        derandomize=base.derandomize and seed is None,
+        phases=base.phases if shrink else [p for p in base.phases if p not in (Phase.shrink, Phase.explain)],
     )
+
+    def result(**outcome: Any) -> FuzzResult:
+        at = machine.first_failure_at
+        found = None if at is None else FirstFailure(at[0], at[1] - began[0], at[2] - began[1])
+        return FuzzResult(steps=machine.steps_run, found=found, **outcome)
+
     try:
         run_state_machine_as_test(machine, settings=chosen)
     except PropertyViolation as v:
-        return FuzzResult(count[0], machine.steps_run, violation=v)
+        return result(examples=count[0], violation=v)
     except (_BudgetSpent, Exception) as e:  # noqa: BLE001 - the coordinator or the driver broke
         if spent[0]:
             # stopped mid-shrink (Hypothesis may report that as flaky generation): the failure
             # found so far, as saved, is the result
-            return FuzzResult(count[0] - 1, machine.steps_run, violation=machine.last_violation)
-        return FuzzResult(count[0], machine.steps_run, error=e)
-    return FuzzResult(count[0], machine.steps_run)
+            return result(examples=count[0] - 1, violation=machine.last_violation)
+        return result(examples=count[0], error=e)
+    return result(examples=count[0])
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""`kgc bench purgatory|tlc|replay|pipeline|serve|logs|all [--json] [--quick] [--gc on|off|both]`: run benchmarks, print, keep results.
+"""`kgc bench purgatory|tlc|replay|pipeline|serve|logs|fuzz|all [--json] [--quick] [--gc on|off|both]`: run benchmarks, print, keep results.
 
 Every run writes bench/results/<name>-<timestamp>.json (the results plus the machine they were
 measured on) and, for benchmarks with a plotter, a PNG beside it. The table goes to stdout;
@@ -147,7 +147,7 @@ def render(report: BenchReport, console: Console) -> None:
 
 
 def bench_command(
-    benchmark: str = typer.Argument("all", help="purgatory, tlc, replay, pipeline or all."),
+    benchmark: str = typer.Argument("all", help="purgatory, tlc, replay, pipeline, serve, logs, fuzz or all."),
     json_output: bool = typer.Option(False, "--json", help="End with one JSON object on the last line."),
     quick: bool = typer.Option(
         False, "--quick", help="Small sizes: check everything runs and agrees; no timing claims."

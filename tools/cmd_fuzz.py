@@ -4,22 +4,28 @@ coordinator, checking after every step every spec property, the timed liveness p
 duplicate answer (conformance/faults.py).
 
 Shows the examples run as they go. A property violation is written as a scenario file (in
---save, default ./kgc-fuzz) that `kgc replay` runs. Exit 0 when no example broke a property, 10
+--save, default ./kgc-fuzz) that `kgc replay` runs, and the first failing example's number and
+the seconds to it (before shrinking) are printed: time-to-find, which `kgc bench fuzz` measures
+per seeded bug with `--seed` and `--no-shrink`. Exit 0 when no example broke a property, 10
 when one did, 21 when the coordinator or the driver raised, 1 for bad usage.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from kgc.tools.exit_codes import ExitCode
-from kgc.tools.options import BugOption
+from kgc.tools.options import BugOption, JsonOption
 from kgc.tools.outdir import writable_dir
+
+if TYPE_CHECKING:
+    from kgc.conformance.stateful import FuzzResult
 
 __all__ = ["fuzz_command", "register"]
 
@@ -35,6 +41,13 @@ def fuzz_command(
     profile: Annotated[str, typer.Option(help="Hypothesis profile: ci (quick, derandomized) or deep.")] = "deep",
     bug: BugOption = None,
     save: Annotated[Path, typer.Option(help="Folder for the scenario file of a failing example.")] = Path("kgc-fuzz"),
+    seed: Annotated[
+        int | None, typer.Option(min=0, help="Hypothesis seed: one fixed sequence of examples (random by default).")
+    ] = None,
+    shrink: Annotated[
+        bool, typer.Option(help="Shrink a failing example before saving it (--no-shrink: stop at the first).")
+    ] = True,
+    json_output: JsonOption = False,
 ) -> None:
     """Hypothesis stateful testing: consumers, time, failovers and stray requests against the
     coordinator; every spec property checked after every step."""
@@ -64,7 +77,16 @@ def fuzz_command(
         elif n % 100 == 0:
             typer.echo(f"examples: {n} ({now - started:.0f} s)")
 
-    result = fuzz(cls, profile=profile, examples=examples, steps=steps, save_dir=save, on_example=progress)
+    result = fuzz(
+        cls,
+        profile=profile,
+        examples=examples,
+        steps=steps,
+        save_dir=save,
+        on_example=progress,
+        seed=seed,
+        shrink=shrink,
+    )
     if tty:
         typer.echo("")
     took = time.monotonic() - started
@@ -73,18 +95,48 @@ def fuzz_command(
         f"kgc fuzz ({cls.__name__}, profile {profile}): {result.examples} sequences, {result.steps} steps, "
         f"{failures} failures in {took:.1f} s"
     )
+    code = EXIT_PASS
     if result.violation is not None:
         v = result.violation
         typer.echo(f"{head}: PROPERTY VIOLATED {v}")
+        if result.found is not None:
+            f = result.found
+            typer.echo(f"first failure: example {f.examples}, {f.seconds:.1f} s ({f.cpu_seconds:.1f} s CPU)")
         if v.scenario is not None:
             again = f"kgc replay --bug {bug} {v.scenario}" if bug and bug != "none" else f"kgc replay {v.scenario}"
             typer.echo(f"scenario: {v.scenario} ({again})")
-        raise typer.Exit(EXIT_VIOLATED)
-    if result.error is not None:
+        code = EXIT_VIOLATED
+    elif result.error is not None:
         typer.echo(f"{head}: ERROR {type(result.error).__name__}: {result.error}")
-        raise typer.Exit(EXIT_ERROR)
-    typer.echo(f"{head}: no property violated")
-    raise typer.Exit(EXIT_PASS)
+        code = EXIT_ERROR
+    else:
+        typer.echo(f"{head}: no property violated")
+    if json_output:
+        typer.echo(json.dumps(_as_json(result, bug, seed, took)))
+    raise typer.Exit(code)
+
+
+def _as_json(result: FuzzResult, bug: str | None, seed: int | None, seconds: float) -> dict[str, object]:
+    """The run as `kgc bench fuzz` reads it: what failed and how soon (before shrinking)."""
+    found = result.found
+    violation = result.violation
+    return {
+        "bug": bug or "none",
+        "seed": seed,
+        "examples": result.examples,
+        "steps": result.steps,
+        "seconds": round(seconds, 3),
+        "violated": sorted(violation.report.violations) if violation is not None else None,
+        "scenario": str(violation.scenario) if violation is not None and violation.scenario else None,
+        "error": f"{type(result.error).__name__}: {result.error}" if result.error is not None else None,
+        "first_failure": None
+        if found is None
+        else {
+            "examples": found.examples,
+            "seconds": round(found.seconds, 3),
+            "cpu_seconds": round(found.cpu_seconds, 3),
+        },
+    }
 
 
 def register(app: typer.Typer) -> None:

@@ -156,7 +156,7 @@ def test_kgc_bench_all_quick_runs_the_three_benchmarks_in_one_command(tmp_path: 
     last = json.loads(result.stdout.strip().splitlines()[-1])
     assert last["ok"] is True and last["unavailable"] == {} and last["failed"] == {}
     results = last["results"]
-    assert set(results) == {"purgatory", "tlc", "replay", "pipeline", "serve", "logs"}
+    assert set(results) == {"purgatory", "tlc", "replay", "pipeline", "serve", "logs", "fuzz"}
     assert all(r["ok"] for r in results.values())
     assert results["purgatory"]["data"]["agreement"]["ok"] is True
     tlc = results["tlc"]

@@ -60,6 +60,12 @@ def _logs(options: BenchOptions) -> BenchResult:
     return logs_benchmark(options)
 
 
+def _fuzz(options: BenchOptions) -> BenchResult:
+    from kgc.tools.bench.fuzz_bench import fuzz_benchmark
+
+    return fuzz_benchmark(options)
+
+
 def _plot_purgatory(result: BenchResult, path: Path) -> Path:
     from kgc.tools.bench.plot import plot_purgatory
 
@@ -73,6 +79,7 @@ BENCHMARKS: dict[str, Callable[[BenchOptions], BenchResult]] = {
     "pipeline": _pipeline,
     "serve": _serve,
     "logs": _logs,
+    "fuzz": _fuzz,
 }
 
 PLOTTERS: dict[str, Callable[[BenchResult, Path], Path]] = {
