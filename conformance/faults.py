@@ -31,8 +31,10 @@ def _one_line(text: str) -> str:
 
 def new_faults(coordinator: Any, seen: int) -> list[str]:
     """One line per fault recorded after the first `seen` (as counted by fault_count)."""
-    errors = list(getattr(coordinator, "internal_errors", ()))
+    errors = getattr(coordinator, "internal_errors", ())
     duplicates = int(getattr(coordinator, "duplicate_answers", 0))
+    if len(errors) + duplicates <= seen:
+        return []  # the common case, after every step of a conform run: nothing new
     lines = [_one_line(e) for e in errors] + [
         f"a request answered twice (duplicate answer {n + 1})" for n in range(duplicates)
     ]

@@ -462,11 +462,10 @@ def compare_states(
     since): a variable unchanged on both sides (the very same objects) is skipped."""
     out = []
     before, changed = since if since is not None else ({}, _VARIABLES)
-    for name in REPORT_ORDER:
-        if name not in spec:
-            continue
-        if name not in changed and spec[name] is before.get(name):
-            continue
+    get = before.get
+    # one comprehension over the names: most variables are the same objects on both sides
+    names = [n for n in REPORT_ORDER if n in spec and (n in changed or spec[n] is not get(n))]
+    for name in names:
         s, i = spec[name], impl.get(name)
         if name == "timers":
             n = _timers_match(s, i, ops, world)
@@ -618,6 +617,7 @@ def _conform_view(impl: dict[str, TlaValue], world: World) -> dict[str, TlaValue
 
 
 _VARIABLES = frozenset(SPEC_VARIABLES)
+_NO_RESPONSE_STEPS = TIMER_STEPS | {"AdvanceTime", "GroupUnload", "GroupLoad"}
 _NO_STORE = Record({"exists": False, "gen": 0, "leader": NO_MEMBER, "members": frozenset(), "plan": frozenset()})
 
 
@@ -628,7 +628,7 @@ def _action_diff(la: Mapping[str, Any], res: StepResult) -> list[tuple[str, str,
     was answered)."""
     out = []
     done = res.last_action
-    if done is not None:
+    if done is not None and la != done:
         for name in _LA_FIELDS:
             if name in la and la[name] != done[name]:
                 out.append((f"lastAction.{name}", _show(la[name]), _show(done[name])))
@@ -637,7 +637,7 @@ def _action_diff(la: Mapping[str, Any], res: StepResult) -> list[tuple[str, str,
     if (
         resp not in (None, "", "PARKED")
         and res.requests
-        and res.action not in TIMER_STEPS | {"AdvanceTime", "GroupUnload", "GroupLoad"}
+        and res.action not in _NO_RESPONSE_STEPS
         and res.response != resp
     ):
         out.append(("lastAction.resp", str(resp), res.response or "(no response in the step)"))

@@ -86,6 +86,22 @@ class TlaFunction(Mapping[Hashable, Any]):
     def __len__(self) -> int:
         return len(self._items)
 
+    # The dict's own lookups: Mapping's generic ones go through __getitem__ and an exception
+    # (conform asks `name in lastAction` and `.get` on every step)
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    def get(self, key: Hashable, default: Any = None) -> Any:
+        return self._items.get(key, default)
+
+    def updated(self, changes: Mapping[Hashable, Any]) -> TlaFunction:
+        """This function with the values of some arguments replaced (a TLA+ EXCEPT), without
+        rebuilding the others: the incremental abstraction changes one client's entry a step."""
+        out = object.__new__(type(self))
+        out._items = {**self._items, **changes}
+        out._hash = None
+        return out
+
     def __hash__(self) -> int:
         if self._hash is None:
             self._hash = hash(frozenset(self._items.items()))

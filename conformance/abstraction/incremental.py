@@ -10,11 +10,14 @@ the steps of model default's traces), and one client at most changes a few of it
   clock, store, ghost history): reused as they are when the step was a client-only action
   (CLIENT_ONLY_ACTIONS, the actions apply_action performs on a ClientView alone) AND the
   world's own counters say nothing reached the coordinator (no request token issued; clock,
-  offset, failovers and ids handed out unchanged); any other step recomputes them in full;
+  offset, failovers and ids handed out unchanged); any other step recomputes them, except
+  that a timer record is reused while its op's inputs are unchanged (`_timers`: the records
+  were the largest part of that recomputation);
 - client variables (state.CLIENT_VARIABLES): each is a function of one ClientView field per
-  client; the fields of every client are read at once (one attrgetter per client) and a
-  variable is rebuilt only when its field of some client changed (compared by value), or when
-  the current generation moved under Normalize (World.gen reads it);
+  client; the fields of every client are read at once (one attrgetter per client) and only
+  the entries of the clients whose field changed (compared by value) are replaced
+  (TlaFunction.updated), all of them when the current generation moved under Normalize
+  (World.gen reads it);
 - any other spec variable (one added to abstract_state without a rule here): taken from a
   full abstract_state on every step, so a new variable is correct before it is fast.
 
@@ -30,7 +33,7 @@ Hypothesis-drawn random runs.
 from __future__ import annotations
 
 import os
-from operator import attrgetter
+from operator import attrgetter, is_
 from typing import Any
 
 from kgc.conformance.abstraction.actions import VIEW_ONLY_ACTIONS
@@ -41,9 +44,12 @@ from kgc.conformance.abstraction.state import (
     client_variable,
     coordinator_variables,
     history_kept,
+    is_orphan,
+    timer_dur,
+    timer_record,
 )
 from kgc.conformance.abstraction.world import World
-from kgc.spec.values import TlaValue
+from kgc.spec.values import ModelValue, Record, TlaValue
 
 __all__ = ["CLIENT_ONLY_ACTIONS", "IncrementalAbstraction", "check_incremental_default"]
 
@@ -67,13 +73,15 @@ class IncrementalAbstraction:
         self.check = check_incremental_default() if check is None else check
         self._coordinator: dict[str, TlaValue] = {}
         self._coordinator_key: tuple[Any, ...] | None = None
-        self._raws: dict[str, tuple[Any, ...]] = {}
+        self._views = [world.clients[c] for c in world.k.clients]
+        self._clients = [ModelValue(c) for c in world.k.clients]
         self._keys: tuple[Any, ...] = ()
         self._gen_key: Any = None
         self.state: dict[str, TlaValue] = {}
         self.changed: frozenset[str] = frozenset(SPEC_VARIABLES)
         self.full_updates = 0  # updates that recomputed the coordinator variables
         self._missing: list[str] = []  # spec variables with no incremental rule
+        self._timer_memo: dict[int, tuple[Any, tuple[Any, ...], Record]] = {}  # id(op) -> (op, inputs, record)
 
     def _counters(self) -> tuple[Any, ...]:
         w = self.world
@@ -90,51 +98,120 @@ class IncrementalAbstraction:
         group = w.group
         gen_key = group.generation_id if w.k.normalize and group is not None else None
         regen = gen_key != self._gen_key
-        keys = tuple(_CLIENT_FIELDS(w.clients[c]) for c in w.k.clients)
+        keys = tuple(map(_CLIENT_FIELDS, self._views))
         old = self.state
         reuse = action in CLIENT_ONLY_ACTIONS and bool(self._coordinator) and self._counters() == self._coordinator_key
         if reuse and keys == self._keys and not regen and not self._missing and not self.check:
             self.changed = frozenset()
             return old  # the step changed nothing the spec sees
+        if not old:
+            return self._first(keys, gen_key)
         changed: set[str] = set()
-        if reuse:
-            state = dict(self._coordinator)
-        else:
-            coordinator = coordinator_variables(w, self.history)
+        state = dict(old)  # in SPEC_VARIABLES order; the values replaced below keep it
+        if not reuse:
             previous = self._coordinator
+            coordinator = self._recompute_coordinator()
             changed.update(n for n, v in coordinator.items() if previous.get(n) is not v)
-            self._coordinator, self._coordinator_key = coordinator, self._counters()
-            self.full_updates += 1
-            state = dict(coordinator)
+            state.update(coordinator)
         self._gen_key = gen_key
-        if keys == self._keys and not regen and old:
+        if regen:
             for name in CLIENT_VARIABLES:
-                state[name] = old[name]
-        else:
-            for i, name in enumerate(CLIENT_VARIABLES):
-                raws = tuple(k[i] for k in keys)
-                if not regen and old and self._raws.get(name) == raws:
-                    state[name] = old[name]
-                else:
-                    state[name] = client_variable(w, name, raws)
-                    self._raws[name] = raws
-                    changed.add(name)
-            self._keys = keys
-        missing = self._missing = [n for n in SPEC_VARIABLES if n not in state]
-        full = abstract_state(w, self.history) if missing or self.check else None
-        if full is not None:
-            for n in missing:
-                state[n] = full[n]
-                changed.add(n)
-            if self.check:
-                differ = [n for n in SPEC_VARIABLES if state[n] != full[n]]
-                if differ:
-                    raise AbstractionError(
-                        f"incremental abstraction differs from the full one after {action}: {', '.join(differ)}"
-                    )
+                state[name] = client_variable(w, name, tuple(k[_FIELD_INDEX[name]] for k in keys))
+            changed.update(CLIENT_VARIABLES)
+        elif keys != self._keys:
+            changed.update(self._update_clients(state, keys))
+        self._keys = keys
+        self._fill_missing(state, changed, action)
+        self.state = state
+        self.changed = frozenset(changed)
+        return state
+
+    def _first(self, keys: tuple[Any, ...], gen_key: Any) -> dict[str, TlaValue]:
+        """The first update: every variable computed, in SPEC_VARIABLES order."""
+        state = self._recompute_coordinator()
+        for name in CLIENT_VARIABLES:
+            state[name] = client_variable(self.world, name, tuple(k[_FIELD_INDEX[name]] for k in keys))
+        self._gen_key, self._keys = gen_key, keys
+        self._missing = [n for n in SPEC_VARIABLES if n not in state]
+        self._fill_missing(state, set(), None)
         self.state = {n: state[n] for n in SPEC_VARIABLES}
-        self.changed = frozenset(changed) if old else frozenset(SPEC_VARIABLES)
+        self.changed = frozenset(SPEC_VARIABLES)
         return self.state
+
+    def _recompute_coordinator(self) -> dict[str, TlaValue]:
+        coordinator = coordinator_variables(self.world, self.history, self._timers)
+        self._coordinator, self._coordinator_key = coordinator, self._counters()
+        self.full_updates += 1
+        return dict(coordinator)
+
+    def _timers(self, world: World, ops: list[Any]) -> tuple[Record, ...]:
+        """timer_records, each record reused while its op's inputs stay as they were: the
+        clock base its deadline is measured from, whether it is stale (and then its group's
+        newMemberAdded), its orphan flag, its dur, Normalize's current generation. Everything
+        else a record holds is fixed when its op is made (kind, member, delay, deadline,
+        remaining, generation) or, once stale, by the unload (World.unloaded_ops/_groups).
+        A live heartbeat's dur and orphan flag read the group: they are computed each time,
+        the record (the larger cost) is not. Returns the previous tuple itself when every
+        record is the same, so that conform skips comparing the timers again."""
+        group = world.group
+        normalize = world.k.normalize
+        base = world.clock.now_ms() if normalize else world.offset_ms
+        gen_key = group.generation_id if normalize and group is not None else None
+        orphaned = world.orphaned
+        memo, fresh = self._timer_memo, {}
+        records = []
+        for op in ops:
+            stale = op.group is not group
+            key = (
+                base,
+                op.deadline_ms(),
+                stale,
+                op.group.new_member_added if stale else is_orphan(op, group, orphaned),  # type: ignore[arg-type]
+                timer_dur(world, op, group),
+                gen_key,
+            )
+            hit = memo.get(id(op))
+            record = hit[2] if hit is not None and hit[0] is op and hit[1] == key else timer_record(world, op)
+            fresh[id(op)] = (op, key, record)
+            records.append(record)
+        self._timer_memo = fresh
+        previous = self._coordinator.get("timers")
+        if isinstance(previous, tuple) and len(previous) == len(records) and all(map(is_, previous, records)):
+            return previous
+        return tuple(records)
+
+    def _update_clients(self, state: dict[str, TlaValue], keys: tuple[Any, ...]) -> set[str]:
+        """Replace, in each client variable, the entries of the clients whose field of it
+        changed (one client per step, mostly: rebuilding the others' values cost more than the
+        comparison). Returns the variables replaced."""
+        moved = [(client, new, before) for client, new, before in zip(self._clients, keys, self._keys) if new != before]
+        updates: dict[str, dict[ModelValue, TlaValue]] = {}
+        # variable by variable, as client_variable goes: the order new ids are registered in
+        for j, name in enumerate(CLIENT_VARIABLES):
+            for client, new, before in moved:
+                if new[j] != before[j]:
+                    updates.setdefault(name, {})[client] = _CLIENT_VALUE[j](self.world, new[j])
+        for name, entries in updates.items():
+            state[name] = state[name].updated(entries)  # type: ignore[union-attr]
+        return set(updates)
+
+    def _fill_missing(self, state: dict[str, TlaValue], changed: set[str], action: str | None) -> None:
+        """Variables without an incremental rule from a full abstract_state; in check mode,
+        the whole state checked against it."""
+        if not (self._missing or self.check):
+            return
+        full = abstract_state(self.world, self.history)
+        for n in self._missing:
+            state[n] = full[n]
+            changed.add(n)
+        if self.check:
+            differ = [n for n in SPEC_VARIABLES if state[n] != full[n]]
+            if differ:
+                raise AbstractionError(
+                    f"incremental abstraction differs from the full one after {action}: {', '.join(differ)}"
+                )
 
 
 _CLIENT_FIELDS = attrgetter(*(field for field, _ in CLIENT_VARIABLES.values()))
+_CLIENT_VALUE = tuple(value for _, value in CLIENT_VARIABLES.values())
+_FIELD_INDEX = {name: j for j, name in enumerate(CLIENT_VARIABLES)}

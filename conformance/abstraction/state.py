@@ -63,7 +63,8 @@ def is_orphan(op: Any, group: GroupMetadata, orphaned: AbstractSet[str] | None =
     return False
 
 
-def _dur(world: World, op: Any, group: GroupMetadata | None) -> str:
+def timer_dur(world: World, op: Any, group: GroupMetadata | None) -> str:
+    """A timer record's dur: which of the spec's durations a heartbeat was scheduled with."""
     if not isinstance(op, DelayedHeartbeat):
         return "none"
     if op.is_pending:
@@ -103,7 +104,7 @@ def timer_record(world: World, op: Any) -> Record:
             "kind": kind,
             "member": world.ids.spec(op.member_id) if heartbeat else NO_MEMBER,
             "deadline": _units(world, deadline, f"{kind} deadline"),
-            "dur": _dur(world, op, group),
+            "dur": timer_dur(world, op, group),
             "gen": world.gen(op.generation_id) if isinstance(op, DelayedSync) else NO_GEN,
             "delay": _duration(world, op.delay_ms, f"{kind} delay"),
             "remaining": (
@@ -321,10 +322,18 @@ def history_kept(world: World, failover_history: bool | None) -> bool:
     return world.k.max_failovers > 0 if failover_history is None else failover_history
 
 
-def coordinator_variables(world: World, history: bool) -> dict[str, TlaValue]:
+def timer_records(world: World, ops: list[Any]) -> tuple[Record, ...]:
+    """The spec's `timers`: one record per live op, in firing order."""
+    return tuple(timer_record(world, op) for op in ops)
+
+
+def coordinator_variables(
+    world: World, history: bool, timers: Callable[[World, list[Any]], tuple[Record, ...]] = timer_records
+) -> dict[str, TlaValue]:
     """Every spec variable read from the coordinator, its clock and timer and the driver's
     ghost history: all but the client variables (CLIENT_VARIABLES) and lastAction.
-    Registers new member ids first (world.observe), as the client variables need them."""
+    Registers new member ids first (world.observe), as the client variables need them.
+    `timers` computes the timer records (the incremental abstraction passes a memo of them)."""
     ops = world.observe()
     ids = world.ids
     group = world.group
@@ -375,7 +384,7 @@ def coordinator_variables(world: World, history: bool) -> dict[str, TlaValue]:
         }
     return {
         "now": _units(world, world.clock.now_ms(), "the clock"),
-        "timers": tuple(timer_record(world, op) for op in ops),
+        "timers": timers(world, ops),
         "loaded": world.coordinator.is_coordinator_for(GROUP_ID),
         **live,
         "mtimeouts": _member_timeouts(world),

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -88,8 +89,8 @@ def test_a_variable_without_a_rule_comes_from_the_full_computation(monkeypatch: 
     abstract_state only) is taken from abstract_state on every step, and is right."""
     real = inc.coordinator_variables
 
-    def without_leader_log(world: World, history: bool) -> dict:
-        out = real(world, history)
+    def without_leader_log(world: World, history: bool, *rest: Any) -> dict:
+        out = real(world, history, *rest)
         del out["leaderLog"]
         return out
 
@@ -120,13 +121,27 @@ def test_a_client_only_step_reuses_the_coordinator_variables() -> None:
     assert after == abstract_state(world)
 
 
+def test_unchanged_timers_are_the_same_objects() -> None:
+    """The timer memo: recomputing the coordinator's variables with nothing changed gives the
+    previous timers tuple itself (conform then skips comparing it), and still the right one."""
+    world = World(RANDOM_RUN_CONSTANTS)
+    abstraction = inc.IncrementalAbstraction(world, check=True)
+    apply_action(world, {"name": "JoinGroupUnknownMember", "client": ModelValue("c1"), "flag": False})
+    first = abstraction.update("JoinGroupUnknownMember")
+    assert first["timers"]
+    again = abstraction.update(None)  # None: recompute the coordinator's variables
+    assert abstraction.full_updates == 2
+    assert again["timers"] is first["timers"] and "timers" not in abstraction.changed
+
+
 @pytest.mark.slow
-def test_incremental_equals_full_on_simulated_traces(tmp_path: Path) -> None:
-    """TLC's traces of model default through kgc conform's path, checked on every step."""
+@pytest.mark.parametrize("model", ["default", "small"])  # small: Normalize (relative deadlines)
+def test_incremental_equals_full_on_simulated_traces(tmp_path: Path, model: str) -> None:
+    """TLC's traces through kgc conform's path, checked on every step."""
     from kgc.conformance.mbt import conform_states, parse_simulation_file
     from kgc.conformance.pipeline.conform_task import WorkUnit, simulate_raw
 
-    _, constants, files = simulate_raw(WorkUnit("simulate", 11, 40, "default", 40), tmp_path)
+    _, constants, files = simulate_raw(WorkUnit("simulate", 11, 40, model, 40), tmp_path)
     memo: dict = {}
     steps = 0
     with _checking():

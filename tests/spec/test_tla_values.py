@@ -154,3 +154,16 @@ def test_round_trip(value: object) -> None:
     text = format_value(value)
     assert parse_value(text) == value
     assert format_value(parse_value(text)) == text
+
+
+def test_updated_replaces_some_values_and_keeps_the_original() -> None:
+    """TlaFunction.updated (a TLA+ EXCEPT): a new function, the original untouched, the type
+    kept, equal and hashed as the function built from scratch; lookups answer as a dict's."""
+    c1, c2 = ModelValue("c1"), ModelValue("c2")
+    f = TlaFunction({c1: "Down", c2: "Joined"})
+    g = f.updated({c2: "Down"})
+    assert f == TlaFunction({c1: "Down", c2: "Joined"}) and g == TlaFunction({c1: "Down", c2: "Down"})
+    assert hash(g) == hash(TlaFunction({c2: "Down", c1: "Down"})) and hash(f) != hash(g)
+    r = Record({"a": 1, "b": 2}).updated({"b": 3})
+    assert type(r) is Record and r == Record({"a": 1, "b": 3})
+    assert "a" in r and "z" not in r and r.get("b") == 3 and r.get("z", 0) == 0 and r.get("z") is None
