@@ -78,6 +78,12 @@ class ParseResult:
     counts: dict[str, int]
     extra_events: list[dict[str, Any]] = field(default_factory=list)  # joined continuations
     per_file_lines: dict[str, int] = field(default_factory=dict)
+    #: Cached tables `events` is computed from: to unpersist once the caller has its events.
+    cached: list[DataFrame] = field(default_factory=list)
+
+    def release(self) -> None:
+        for table in self.cached:
+            table.unpersist()
 
 
 def expand_inputs(inputs: Sequence[str]) -> tuple[list[InputFile], list[str]]:
@@ -143,18 +149,18 @@ def _hadoop_path(path: str) -> str:
     return "file://" + escaped
 
 
-def read_numbered_lines(spark: SparkSession, files: Sequence[InputFile]) -> tuple[DataFrame, list[Any]]:
-    """(file, line, raw, following) for every coordinator-looking line, and one row per split
-    with its line, garbage and oversized counts (logs_scan: each file read once, by the workers)."""
+def read_numbered_lines(spark: SparkSession, files: Sequence[InputFile]) -> tuple[DataFrame, list[Any], DataFrame]:
+    """(file, line, raw, following) for every coordinator-looking line, one row per split with
+    its line, garbage and oversized counts (logs_scan: each file read once, by the workers), and
+    the cached scan both come from (to unpersist once what is computed from it is cached)."""
     from pyspark.sql import functions as F
 
     splits = make_splits([(f.path, f.status) for f in files])
-    scanned = (
-        spark.sparkContext.parallelize(splits, len(splits))
-        .flatMap(scan_split)
-        .toDF(SCAN_SCHEMA)  # type: ignore[attr-defined]
-        .persist()
-    )
+    # verifySchema off: the scanner's tuples are SCAN_SCHEMA's by construction, and checking
+    # every field of every row in Python was a per-line Python cost on the workers.
+    scanned = spark.createDataFrame(
+        spark.sparkContext.parallelize(splits, len(splits)).flatMap(scan_split), SCAN_SCHEMA, verifySchema=False
+    ).persist()
     counts = scanned.filter(F.col("kind") == "split").select("file", "split", "lines", "garbage", "oversized").collect()
     offsets: dict[tuple[str, int], int] = {}
     for path in dict.fromkeys(f.path for f in files):
@@ -177,7 +183,7 @@ def read_numbered_lines(spark: SparkSession, files: Sequence[InputFile]) -> tupl
             "following",
         )
     )
-    return lines, counts
+    return lines, counts, scanned
 
 
 def _format_case(msg: Column, hint: Column) -> Column:
@@ -283,7 +289,7 @@ def parse_logs(spark: SparkSession, files: Sequence[InputFile]) -> ParseResult:
     (the scanner counts the rest), so every join here is over a small table."""
     from pyspark.sql import functions as F
 
-    lines, split_counts = read_numbered_lines(spark, files)
+    lines, split_counts, scanned = read_numbered_lines(spark, files)
     classified = classify_lines(lines).persist()
     counts = {name: 0 for name in CATEGORIES}
     per_file: dict[str, int] = {}
@@ -296,6 +302,8 @@ def parse_logs(spark: SparkSession, files: Sequence[InputFile]) -> ParseResult:
         if row["category"] != "noise":  # the scanner counted every line it passed on as noise
             counts[row["category"]] += row["count"]
             counts["noise"] -= row["count"]
+    # classified is cached now: the scan's rows (the same lines, raw) need not stay in memory.
+    scanned.unpersist()
 
     # Duplicated appenders: the same entry again on the very next line.
     candidates = classified.filter(F.col("category").isin("event", "unparsed"))
@@ -311,13 +319,18 @@ def parse_logs(spark: SparkSession, files: Sequence[InputFile]) -> ParseResult:
 
     # Hard-wrapped entries: an unparsed head without its logger, continued on the next lines
     # (which the scanner sent along with it).
+    # Heads are unparsed lines: without any (the counts say so) there is no job to run.
     duplicated = {(r["file"], r["line"]) for r in duplicate_rows}
+    heads = classified.filter((F.col("category") == "unparsed") & (F.col("logger") == "") & (F.col("ts") != ""))
     head_rows = [
         r
-        for r in classified.filter((F.col("category") == "unparsed") & (F.col("logger") == "") & (F.col("ts") != ""))
-        .select("file", "line", "ts", "level", "broker", "msg", "stripped", "following")
-        .limit(100_000)
-        .collect()
+        for r in (
+            heads.select("file", "line", "ts", "level", "broker", "msg", "stripped", "following")
+            .limit(100_000)
+            .collect()
+            if counts["unparsed"]
+            else []
+        )
         if (r["file"], r["line"]) not in duplicated
     ]
     extra: list[dict[str, Any]] = []
@@ -330,7 +343,7 @@ def parse_logs(spark: SparkSession, files: Sequence[InputFile]) -> ParseResult:
         for head in head_rows:
             extra.extend(_join_continuation(head, category_of, counts))
     events = events.select(*[F.col(c) for c in _EVENT_COLUMNS[:-1]], F.col("stripped").alias("text"))
-    return ParseResult(events, counts, extra, per_file)
+    return ParseResult(events, counts, extra, per_file, [classified])
 
 
 def _join_continuation(

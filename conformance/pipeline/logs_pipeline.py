@@ -2,8 +2,8 @@
 the workers, write Parquet (events, findings, groups), summary.json and the timeline page.
 
 Why the history check runs in Python on the workers: it is per group and sequential (a small
-state machine over a group's events, which are a tiny fraction of the lines); the JVM groups
-the events (groupBy + collect_list), so Python receives one row per group, not one per event.
+state machine over a group's events, which are a tiny fraction of the lines); the JVM
+hash-partitions the events by group (one task per core), so each task holds whole groups.
 """
 
 from __future__ import annotations
@@ -78,10 +78,10 @@ def events_by_group(rows: Iterable[Any]) -> dict[str, list[Event]]:
     return groups
 
 
-def _check_one(item: tuple[str, Iterable[Any]], config: CheckConfig) -> tuple[list[Finding], GroupHistory]:
-    group, rows = item
-    events = sorted((_to_event(r) for r in rows), key=_order)
-    return check_group(group, events, config)
+def _check_partition(rows: Iterable[Any], config: CheckConfig) -> list[tuple[list[Finding], GroupHistory]]:
+    """One task's event rows (whole groups: the rows are hash-partitioned by group), checked per
+    group in time order."""
+    return [check_group(group, events, config) for group, events in events_by_group(rows).items()]
 
 
 def _validate_batch(rows: Iterable[Any], timeout: float | None) -> list[GroupVerdict]:
@@ -124,27 +124,29 @@ def run_logs(
     events = events.persist()
     say("writing events")
     events.write.mode("overwrite").parquet(str(out / "events"))
+    parsed.release()  # events is cached and written: what it was computed from can go
     say("checking group histories")
     cfg = config
-    # The JVM groups the events (a shuffle of small rows); Python sees one row per group.
-    grouped = (
-        events.filter(F.col("group") != "")
-        .groupBy("group")
-        .agg(F.collect_list(F.struct(*events.columns)).alias("events"))
-    )
-    if validate:
-        grouped = grouped.persist()
-    checked = grouped.rdd.map(lambda row: _check_one((row["group"], row["events"]), cfg)).collect()
+    # The JVM sends each group's events to one task (hash partitioning, one task per core: a
+    # groupBy's shuffle was coalesced to one task by adaptive execution, and collect_list's
+    # nested rows cost more to hand to Python than flat ones); Python groups them there.
+    cores = spark.sparkContext.defaultParallelism
+    by_group = events.filter(F.col("group") != "").repartition(cores, "group")
+    checked = by_group.rdd.mapPartitions(lambda rows: _check_partition(rows, cfg)).collect()
     verdicts: list[GroupVerdict] = []
     if validate:
         say("validating group histories with TLC")
         budget = validate_timeout
-        batches = max(1, min(spark.sparkContext.defaultParallelism, len(checked)))
+        batches = max(1, min(cores, len(checked)))
+        grouped = (
+            events.filter(F.col("group") != "")
+            .groupBy("group")
+            .agg(F.collect_list(F.struct(*events.columns)).alias("events"))
+        )
         verdicts = sorted(
             grouped.rdd.coalesce(batches).mapPartitions(lambda rows: _validate_batch(rows, budget)).collect(),
             key=lambda v: v.group,
         )
-        grouped.unpersist()
     events.unpersist()
     unexplained = [f for f in map(verdict_finding, verdicts) if f is not None]
     findings = sorted([f for fs, _ in checked for f in fs] + unexplained, key=lambda f: (f.file, f.line, f.rule))
