@@ -28,6 +28,10 @@ Properties (names as reported):
 - GenerationMembersJoined: every dynamic member the leader's JoinGroup response lists for a
   generation got its own JoinGroup answer for that generation (onCompleteJoin removes the
   members that did not rejoin and answers the rest); static members are kept without one.
+- FailedStaticReplacementReverted: a static member's JoinGroup that replaced the instance's
+  member in Stable and is answered with its store's error leaves the instance mapped to the
+  member id it had before (updateStaticMemberAndRebalance's callback: "Failed to persist
+  member.id of the given static member, revert the update", replaceStaticMember back).
 
 Requests carrying a group.instance.id have their own situations (`static_who`): Kafka 3.9's
 validateCurrentMember (FENCED_INSTANCE_ID when the instance maps to another member id,
@@ -46,6 +50,7 @@ from typing import Any
 
 from kgc.impl.coordinator import GroupCoordinator, JoinGroupResult, LeaveGroupResult, SyncGroupResult
 from kgc.impl.errors import Errors
+from kgc.impl.store import APPEND_ERROR_TO_COORDINATOR_ERROR
 
 __all__ = [
     "RESPONSE_PROPERTIES",
@@ -61,6 +66,7 @@ RESPONSE_PROPERTIES = (
     "AssignmentFromCurrentLeader",
     "JoinAnsweredBeforeRemoval",
     "GenerationMembersJoined",
+    "FailedStaticReplacementReverted",
 )
 
 UNKNOWN_MEMBER_ID = ""  # JoinGroupRequest.UNKNOWN_MEMBER_ID
@@ -411,6 +417,11 @@ def row_for(kind: str, where: str, who: str) -> Row | None:
     return None
 
 
+#: What a static replacement's JoinGroup is answered when its store fails (storeGroup's
+#: translation of the append error, impl/store.py)
+_STORE_ERRORS = frozenset(e.name for e in APPEND_ERROR_TO_COORDINATOR_ERROR.values())
+
+
 def _error_name(result: Any) -> str:
     if isinstance(result, Mapping):
         # an OffsetCommit's answer: one error per partition, all alike in the classic coordinator
@@ -431,6 +442,7 @@ class _Request:
     generation: int | None = None
     assignment: dict[str, str] | None = None
     instance: str | None = None
+    replaced: str | None = None  # static-replace: the member id the instance mapped to
     returned: bool = False  # the handler's call is over
     answered: bool = False
 
@@ -455,6 +467,7 @@ class ResponseOracle:
     _assignments: dict[str, str] = field(default_factory=dict)  # last seen, hosted group
     _store_outcome: str | None = None  # what storeGroup hands the callback of the append completing now
     _owners: dict[str, str] = field(default_factory=dict)  # group.instance.id -> member id, last seen
+    _reverts: list[_Request] = field(default_factory=list)  # failed static replacements to judge
 
     def store_completing(self, error: str | None) -> None:
         """A group-metadata append is being acknowledged (None: no longer) and storeGroup hands
@@ -471,6 +484,7 @@ class ResponseOracle:
         after both, the hand-over would look like an assignment no leader sent."""
         self._store_outcome = None
         self._check_assignments(c)
+        self._check_reverts(c)
 
     def _find(self, name: str, what: str) -> None:
         self.findings.setdefault(name, []).append(what)
@@ -585,6 +599,8 @@ class ResponseOracle:
         req = _Request(
             self._count, kind, member, where, who, generation, dict(assignment or {}) or None, instance=instance
         )
+        if who == "static-replace" and instance is not None:
+            req.replaced = c._groups[group_id].current_static_member_id(instance)
         if kind == "sync" and where == "CompletingRebalance" and who == "leader" and generation is not None:
             group = c._groups[group_id]
             filled = {m: "" for m in group.members}
@@ -665,6 +681,8 @@ class ResponseOracle:
                 self._listed.setdefault(result.generation_id, set()).update(listed)
         if req.kind == "join" and self._parked_joins.get(req.member) is req:
             del self._parked_joins[req.member]
+        if req.who == "static-replace" and req.where == "Stable" and req.returned and name in _STORE_ERRORS:
+            self._reverts.append(req)
         if req.kind == "sync" and isinstance(result, SyncGroupResult) and name == "NONE":
             self._check_sync_assignment(req, result)
 
@@ -736,6 +754,23 @@ class ResponseOracle:
                 )
             del self._listed[generation]
         self._check_assignments(c)
+        self._check_reverts(c)
+
+    def _check_reverts(self, c: GroupCoordinator) -> None:
+        """Static replacements answered with their store's error: the instance maps to the
+        replaced member id again (judged once the callback that answered has run)."""
+        reverts, self._reverts = self._reverts, []
+        group = c._groups.get(self.group_id or "")
+        if group is None or self.group_id in c._not_coordinator:
+            return
+        for req in reverts:
+            now = group.current_static_member_id(req.instance or "")
+            if req.replaced is not None and now == req.member and req.replaced not in group.members:
+                self._find(
+                    "FailedStaticReplacementReverted",
+                    f"{req.text()} was answered with its store's error, yet {req.instance} still maps to "
+                    f"{req.member}, not back to {req.replaced} (updateStaticMemberAndRebalance reverts)",
+                )
 
     def _check_assignments(self, c: GroupCoordinator) -> None:
         """Assignments that changed since the last look (at the end of every handler call and

@@ -59,12 +59,13 @@ def test_a_known_bad_mutant_is_killed_by_replay(tmp_path: Path) -> None:
 
 
 # Measured on this sample (seed 20, 20 mutants of coordinator.py + delayed.py, 30 fuzz examples,
-# profile ci which is derandomized), with OffsetCommit, the loading window and the deferred
-# store in the machine: on the sample drawn from 1ddc7ca's coordinator.py, replay 14/20, fuzz
-# 10/20, together 14/20 (the sample before 897d530 edited impl/: 13, 11, 13 in three runs).
-# The floor is one mutant below. The draw follows the source: an edit to impl/ changes the
-# sample, so re-measure then (kgc mutate --sample 20 --seed 20 --detectors replay,fuzz).
-FLOOR = {"replay": 65.0, "fuzz": 45.0, "all": 65.0}
+# profile ci which is derandomized): with static consumers drawn with the deferred store, the
+# FailedStaticReplacementReverted check and requests to unknown groups in the machine, replay
+# 14/20, fuzz 13/20 then 12/20 once other conformance/ changes were merged (the derandomized
+# examples move with them), together 14/20 (before: 14, 10, 14 on 1ddc7ca's draw, 14, 12, 14 on
+# 95b5b9d's). The floor is one mutant below the lower. The draw follows the source: an edit to impl/
+# changes the sample, so re-measure then (kgc mutate --sample 20 --seed 20 --detectors replay,fuzz).
+FLOOR = {"replay": 65.0, "fuzz": 55.0, "all": 65.0}
 
 
 @pytest.mark.slow

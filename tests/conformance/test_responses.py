@@ -75,6 +75,15 @@ def _recorder(cls: type[GroupCoordinator], k: Any = K) -> tuple[RunRecorder, Res
     return rec, oracle
 
 
+class FailedStoreKeepsNewMemberId(GroupCoordinator):
+    """updateStaticMemberAndRebalance's callback answers a failed store's error but does not
+    revert the static member to its old id."""
+
+    def _on_static_member_stored(self, group: Any, member: Any, old: str, new: str, *rest: Any) -> None:
+        failed = rest[-1] is not Errors.NONE
+        super()._on_static_member_stored(group, member, old, "not-the-member" if failed else new, *rest)
+
+
 def _findings(rec: RunRecorder, oracle: ResponseOracle) -> dict[str, list[str]]:
     oracle.after_step(rec.world.coordinator)
     return oracle.take()
@@ -94,6 +103,18 @@ def _stable(rec: RunRecorder) -> None:
     rec.step("SyncGroupLeader", leader)
     rec.step("SyncGroupFollower", "c2" if leader == "c1" else "c1")
     assert rec.world.group is not None and rec.world.group.state is GroupState.Stable
+
+
+def _stable_stored(rec: RunRecorder, oracle: ResponseOracle) -> None:
+    """As _stable, with a deferred store: the leader's append acknowledged, as the machine's
+    store_callback does it."""
+    _completing(rec)
+    leader = next(c for c in ("c1", "c2") if rec.world.clients[c].leader)
+    rec.step("SyncGroupLeader", leader)
+    rec.step("SyncGroupFollower", "c2" if leader == "c1" else "c1")
+    oracle.store_completing("NONE")
+    rec.store_callback("NONE")
+    oracle.store_completed(rec.world.coordinator)
 
 
 def _member(rec: RunRecorder, client: str) -> str:
@@ -297,7 +318,7 @@ def test_a_failed_store_is_what_the_parked_syncs_are_told(cls: type[GroupCoordin
 
 def test_every_property_is_tested_here() -> None:
     tested = {"ResponseAllowed", "StaleGenerationRejected", "AssignmentFromCurrentLeader"}
-    tested |= {"JoinAnsweredBeforeRemoval", "GenerationMembersJoined"}
+    tested |= {"JoinAnsweredBeforeRemoval", "GenerationMembersJoined", "FailedStaticReplacementReverted"}
     assert tested == set(RESPONSE_PROPERTIES)
 
 
@@ -380,13 +401,7 @@ def test_a_static_member_replaced_while_the_store_is_deferred_keeps_its_assignme
     no finding. (Judged only at the end, the hand-over once looked like an assignment no leader
     sent: the false alarm that kept static members away from the deferred store.)"""
     rec, oracle = _recorder(GroupCoordinator, replace(K_STATIC, store_async=True))
-    _completing(rec)
-    leader = next(c for c in ("c1", "c2") if rec.world.clients[c].leader)
-    rec.step("SyncGroupLeader", leader)
-    rec.step("SyncGroupFollower", "c2" if leader == "c1" else "c1")
-    oracle.store_completing("NONE")
-    rec.store_callback("NONE")
-    oracle.store_completed(rec.world.coordinator)
+    _stable_stored(rec, oracle)
     assert rec.world.group is not None and rec.world.group.state is GroupState.Stable
     c2_member = rec.world.clients["c2"].member
     rec.step("JoinGroupUnknownMember", "c3", True)
@@ -419,3 +434,27 @@ def test_a_newcomer_joining_while_a_replaced_static_member_waits_for_its_store_i
     rec.step("JoinGroupUnknownMember", "c2", True)
     assert rec.world.clients["c2"].phase == "Joined"
     assert _findings(rec, oracle) == {}
+
+
+@pytest.mark.parametrize(
+    ("cls", "error", "expect"),
+    [
+        (GroupCoordinator, "NOT_LEADER_OR_FOLLOWER", None),
+        (FailedStoreKeepsNewMemberId, "NONE", None),
+        (FailedStoreKeepsNewMemberId, "NOT_LEADER_OR_FOLLOWER", "FailedStaticReplacementReverted"),
+    ],
+)
+def test_a_failed_static_replacement_store_reverts_to_the_old_member_id(
+    cls: type[GroupCoordinator], error: str, expect: str | None
+) -> None:
+    """c3 takes over c2's instance in Stable; its store fails: the JoinGroup is answered with
+    the error and the instance maps to c2's member id again (Kafka's revert)."""
+    rec, oracle = _recorder(cls, replace(K_STATIC, store_async=True))
+    _stable_stored(rec, oracle)
+    rec.step("JoinGroupUnknownMember", "c3", True)
+    assert _findings(rec, oracle) == {}
+    oracle.store_completing("NONE" if error == "NONE" else "NOT_COORDINATOR")  # storeGroup's translation
+    rec.store_callback(error)
+    oracle.store_completed(rec.world.coordinator)
+    found = _findings(rec, oracle)
+    assert (expect in found) if expect else found == {}, found
