@@ -468,9 +468,8 @@ class CommitFromUnknownMemberAccepted(GroupCoordinator):
 # -- the areas the spec does not model yet (static membership, the asynchronous store, the
 # -- loading window) and commit bugs no random client run reaches: caught by the format-2
 # -- scenarios (`kgc replay --bug`), not by conform / validate, which is why they are kept
-# -- apart from BUGS. `kgc fuzz` finds the two commit bugs, the loading window's and the
-# -- store's through its response table on most of the fixed example sequences tried (not
-# -- held by a test: some sequences miss them within 150 examples).
+# -- apart from BUGS. `kgc fuzz` finds most through its response table and properties
+# -- (tests/conformance/test_fuzz_time_to_find.py names those it does not; `kgc bench fuzz`).
 
 
 class CommitFromOldGenerationAccepted(GroupCoordinator):

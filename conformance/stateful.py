@@ -401,7 +401,21 @@ class CoordinatorMachine(RuleBasedStateMachine):
         # (Hypothesis starts from the simplest data, where every draw is 0): no disturbance,
         # the fast clock, a formed group of the most members.
         self.disturbances = {name for name in _DISTURBANCES if rng.random() >= 0.5}
-        opening = rng.choice(["none", "outwait", "stall-commit", "rejoin", "rejoin-race", "rejoin-late-leader", "none"])
+        opening = rng.choice(
+            [
+                "none",
+                "outwait",
+                "stall-commit",
+                "rejoin",
+                "rejoin-race",
+                "rejoin-late-leader",
+                "none",
+                "rejoin-retry",
+                "wrong-generation-commit",
+                "pending-leave",
+                "none",
+            ]
+        )
         # the late leader's race needs the slow clock (a session shorter than the rebalance)
         slow = self.slow_clock is not None and (opening == "rejoin-late-leader" or rng.random() >= 0.75)
         k = self.slow_clock if slow and self.slow_clock is not None else self.k
@@ -416,6 +430,8 @@ class CoordinatorMachine(RuleBasedStateMachine):
         most = min(len(k.clients), k.max_group_size or len(k.clients))
         # a formed group more often than not: most of what goes wrong happens when one rebalances
         size, rk = rng.choice([most, most, *range(most - 1, 0, -1), 0]), rng.random() < 0.5
+        if opening == "pending-leave":
+            size = max(most - 1, 1)  # room for a pending member (acceptJoiningMember)
         # static consumers in three quarters of the examples without an opening race (drawn
         # last, and not at all with a race: the other habits and the races' examples draw as
         # they did before static members; measured, drawing it in every example moved
@@ -462,12 +478,53 @@ class CoordinatorMachine(RuleBasedStateMachine):
             self.rebalance_outwaits_a_member(data)
         elif opening == "stall-commit" and len(self._stable_members()) >= 2:
             self.commit_after_session_expiry(data)
+        elif opening == "wrong-generation-commit" and len(self._stable_members()) >= 2:
+            self._commit_with_wrong_generation(data)
+        elif opening == "pending-leave":
+            self._pending_member_leaves()
         elif opening.startswith("rejoin") and len(self._stable_members()) >= 2:
             self.members_rejoin_together()
             if opening == "rejoin-race" and self._leavers_while_completing():
                 self.sync_races_a_leave(data, data.draw(st.booleans(), label="sync first"))
             elif opening == "rejoin-late-leader" and self._late_leader():
                 self.leader_syncs_after_a_session()
+            elif opening == "rejoin-retry":
+                self._follower_retries_its_join()
+
+    def _follower_retries_its_join(self) -> None:
+        """A follower holding its JoinGroup response sends its JoinGroup again, unchanged (the
+        response came after the consumer's request timeout, and it retried): in
+        CompletingRebalance doCurrentMemberJoinGroup answers it the current generation as the
+        follower it is, leader and member list unchanged."""
+        for c in self._joined():
+            if not self.rec.world.clients[c].leader and self._enabled("ClientRejoin", c):
+                self.rec.step("ClientRejoin", c)
+                if self._enabled("JoinGroupKnownMember", c):
+                    self.rec.step("JoinGroupKnownMember", c)
+                return
+
+    def _pending_member_leaves(self) -> None:
+        """A consumer outside the group asks to join with requireKnownMemberId (a pending
+        member, MEMBER_ID_REQUIRED) and is shut down before it joins with its id: its LeaveGroup
+        removes the pending member (removePendingMember) and leaves the group as it was."""
+        for c in self.k.clients:
+            if self._enabled("JoinGroupUnknownMember", c, True):
+                self.rec.step("JoinGroupUnknownMember", c, True)
+                if self._enabled("LeaveGroup", c):
+                    self.rec.step("LeaveGroup", c)
+                    return
+
+    def _commit_with_wrong_generation(self, data: st.DataObject) -> None:
+        """A current member's id commits under the generation before or after the group's (a
+        zombie copy of the consumer, a commit retried from before the last rebalance): the
+        fencing generations exist for (validateOffsetCommit: ILLEGAL_GENERATION), which stray
+        requests reach only when their member id and generation draws line up."""
+        group = self.rec.world.group
+        if group is None:
+            return
+        member = data.draw(st.sampled_from(sorted(group.members)), label="member id")
+        offset = data.draw(st.sampled_from([-1, 1]), label="generation offset")
+        self._send_stray("commit", member, None, group.generation_id + offset)
 
     def _warm_start(self, n: int, rk: bool) -> None:
         """Start from a formed, Stable generation of the first n consumers (0: an empty
@@ -954,6 +1011,10 @@ class CoordinatorMachine(RuleBasedStateMachine):
         group = self.rec.world.group
         current = group.generation_id if group is not None else 0
         generation = -1 if generation_offset is None else current + generation_offset
+        self._send_stray(kind, member, instance, generation)
+
+    def _send_stray(self, kind: str, member: str, instance: str | None, generation: int) -> None:
+        """One request of `kind` from no consumer of the model, logged as a stray one."""
         k = self.k
         protocols = [("range", "stray")]
 
