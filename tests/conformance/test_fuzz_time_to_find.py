@@ -37,6 +37,7 @@ NOT_HELD = {
     "static_revert_dropped": "a failed static store: missed seed 0 in 300, found after 9 on seed 1",
     "store_failure_treated_as_success": "missed seed 0 in 300 since 95b5b9d, found after 107 / 9 on seeds 1 / 2",
     "two_leaders": "missed seed 0 in 300 since 95b5b9d, found after 43 on seed 1",
+    "sync_acknowledged_not_stored": "missed seed 0 in 300 on bf43849 (found after 44 there before f325b53), found after 36 / 151 on seeds 1 / 2",
 }
 #: every other seeded bug with an implementation layer (`kgc bugs`)
 HUNTED = tuple(bug for bug in hunted_bugs() if bug not in NOT_HELD)
