@@ -32,6 +32,9 @@ Properties (names as reported):
   member in Stable and is answered with its store's error leaves the instance mapped to the
   member id it had before (updateStaticMemberAndRebalance's callback: "Failed to persist
   member.id of the given static member, revert the update", replaceStaticMember back).
+- LeftMemberRemoved: a member (or pending member) whose own LeaveGroup is answered NONE for it
+  is no longer in the group after the step (handleLeaveGroup: removeCurrentMemberFromGroup,
+  removePendingMemberAndUpdateGroup).
 
 Requests carrying a group.instance.id have their own situations (`static_who`): Kafka 3.9's
 validateCurrentMember (FENCED_INSTANCE_ID when the instance maps to another member id,
@@ -67,6 +70,7 @@ RESPONSE_PROPERTIES = (
     "JoinAnsweredBeforeRemoval",
     "GenerationMembersJoined",
     "FailedStaticReplacementReverted",
+    "LeftMemberRemoved",
 )
 
 UNKNOWN_MEMBER_ID = ""  # JoinGroupRequest.UNKNOWN_MEMBER_ID
@@ -468,6 +472,7 @@ class ResponseOracle:
     _store_outcome: str | None = None  # what storeGroup hands the callback of the append completing now
     _owners: dict[str, str] = field(default_factory=dict)  # group.instance.id -> member id, last seen
     _reverts: list[_Request] = field(default_factory=list)  # failed static replacements to judge
+    _left: list[_Request] = field(default_factory=list)  # LeaveGroups answered NONE for their member
 
     def store_completing(self, error: str | None) -> None:
         """A group-metadata append is being acknowledged (None: no longer) and storeGroup hands
@@ -701,6 +706,8 @@ class ResponseOracle:
             return
         row = row_for("leave", req.where, req.who)
         for member, _, error in result.member_responses:
+            if member == req.member and member and error.name == "NONE":
+                self._left.append(req)
             if member == req.member and row is not None and error.name not in row.now:
                 self._find(
                     "ResponseAllowed",
@@ -755,6 +762,18 @@ class ResponseOracle:
             del self._listed[generation]
         self._check_assignments(c)
         self._check_reverts(c)
+        self._check_left(group if hosted else None)
+
+    def _check_left(self, group: Any) -> None:
+        """Members whose LeaveGroup was answered NONE for them are gone."""
+        left, self._left = self._left, []
+        for req in left:
+            if group is not None and (req.member in group.members or req.member in group.pending_members):
+                self._find(
+                    "LeftMemberRemoved",
+                    f"{req.text()} was answered NONE for {req.member}, which is still in the group "
+                    "(handleLeaveGroup: removeCurrentMemberFromGroup)",
+                )
 
     def _check_reverts(self, c: GroupCoordinator) -> None:
         """Static replacements answered with their store's error: the instance maps to the

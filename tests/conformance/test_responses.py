@@ -84,6 +84,14 @@ class FailedStoreKeepsNewMemberId(GroupCoordinator):
         super()._on_static_member_stored(group, member, old, "not-the-member" if failed else new, *rest)
 
 
+class LeaveKeepsMember(GroupCoordinator):
+    """handleLeaveGroup answers NONE for the member but does not remove it."""
+
+    def _remove_member_with_reason(self, group: Any, member: Any, reason: str) -> None:
+        if "on LeaveGroup" not in reason:
+            super()._remove_member_with_reason(group, member, reason)
+
+
 def _findings(rec: RunRecorder, oracle: ResponseOracle) -> dict[str, list[str]]:
     oracle.after_step(rec.world.coordinator)
     return oracle.take()
@@ -319,6 +327,7 @@ def test_a_failed_store_is_what_the_parked_syncs_are_told(cls: type[GroupCoordin
 def test_every_property_is_tested_here() -> None:
     tested = {"ResponseAllowed", "StaleGenerationRejected", "AssignmentFromCurrentLeader"}
     tested |= {"JoinAnsweredBeforeRemoval", "GenerationMembersJoined", "FailedStaticReplacementReverted"}
+    tested |= {"LeftMemberRemoved"}
     assert tested == set(RESPONSE_PROPERTIES)
 
 
@@ -456,5 +465,15 @@ def test_a_failed_static_replacement_store_reverts_to_the_old_member_id(
     oracle.store_completing("NONE" if error == "NONE" else "NOT_COORDINATOR")  # storeGroup's translation
     rec.store_callback(error)
     oracle.store_completed(rec.world.coordinator)
+    found = _findings(rec, oracle)
+    assert (expect in found) if expect else found == {}, found
+
+
+@pytest.mark.parametrize(("cls", "expect"), [(GroupCoordinator, None), (LeaveKeepsMember, "LeftMemberRemoved")])
+def test_a_member_that_left_is_gone(cls: type[GroupCoordinator], expect: str | None) -> None:
+    rec, oracle = _recorder(cls)
+    _stable(rec)
+    assert _findings(rec, oracle) == {}
+    rec.step("LeaveGroup", "c2")
     found = _findings(rec, oracle)
     assert (expect in found) if expect else found == {}, found
