@@ -144,3 +144,24 @@ def test_pipeline_rows_carry_the_internal_error(removing_spec_trace: Path) -> No
     seed, _ = _removing_run(SWALLOWED)
     rows = list(run_unit(WorkUnit("random", seed=seed, count=1, depth=40, bug=bug)))
     assert [r["variable"] for r in rows] == ["(internal error)"], rows
+
+
+class _LeaveToUnknownGroupAnswersNothing(GroupCoordinator):
+    """A coordinator whose LeaveGroup to a group it never saw answers None (kgc mutate's
+    coordinator:1325): a response without an error code, which the harness must report as a
+    finding, not crash on."""
+
+    def _leave_group(self, group_id, leaving_members):  # type: ignore[no-untyped-def]
+        if group_id not in self._groups:
+            return None
+        return super()._leave_group(group_id, leaving_members)
+
+
+def test_a_response_without_an_error_code_is_a_finding_not_a_crash() -> None:
+    from kgc.conformance.abstraction import response_error
+    from kgc.conformance.stateful import fuzz
+
+    assert response_error(None) == "NOT_A_RESPONSE"
+    found = fuzz(_LeaveToUnknownGroupAnswersNothing, profile="ci", examples=60)
+    assert found.violation is not None, found
+    assert "ResponseAllowed" in found.violation.report.violations, found.violation.report
