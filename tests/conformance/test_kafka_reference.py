@@ -257,26 +257,35 @@ def test_kafka_runs_only_the_named_expiry_due_now(kafka: KafkaReference) -> None
     assert len(theirs.group_view("g")["members"]) < len(members)
 
 
+#: `faults` simulations, 60 traces of depth 40 each, until one holds an unanswered expiry: such an
+#: expiry is rare (about one per 60-100 traces on 4630d9d: seed 7 had none in 60, seed 8 one), and
+#: which seed has one moves with every spec change, so the test draws more instead of pinning one
+FAULTS_SEEDS = tuple(range(7, 15))
+
+
 def test_faults_traces_compare_every_spec_step_on_kafka(kafka: KafkaReference, tmp_path: Path) -> None:
     """Every spec step of a `faults` trace ends at a program step (each timer step is one Expire,
     none is cut), and the programs run the same on both coordinators, including the expiry of
     a member whose JoinGroup is still parked (no response has named it: Expire.unanswered)."""
-    traces = _simulate(tmp_path / "traces", "faults", 60, 40, 7)
     unanswered = 0
-    for path in sorted(traces.glob("*.itf.json")):
-        made = marked_trace_program(path)
-        assert [m.step for m in made.marks] == list(range(1, made.spec_steps + 1)), path.name
-        unanswered += sum(1 for s in made.scenario.steps if isinstance(s, Expire) and s.unanswered)
-        # kgc's replay of the program is the run it was recorded from (PreferLeader repeats the
-        # recorder's leader steering): every expiry is due, every member is named by its join
-        replay = World(made.scenario)
-        for index, step in enumerate(made.scenario.steps):
-            assert send_on_kgc(replay, index, step) is not False, f"{path.name}: step {index}: {step}"
-            member = getattr(step, "member", None)
-            assert isinstance(step, PreferLeader) or member in (None, "") or isinstance(member, Ref), step
-        found = diff_scenario(made.scenario, kafka)
-        assert found is None or found.explained is not None, f"{path.name}: {found}"
-    assert unanswered > 0
+    for seed in FAULTS_SEEDS:
+        traces = _simulate(tmp_path / f"traces-{seed}", "faults", 60, 40, seed)
+        for path in sorted(traces.glob("*.itf.json")):
+            made = marked_trace_program(path)
+            assert [m.step for m in made.marks] == list(range(1, made.spec_steps + 1)), path.name
+            unanswered += sum(1 for s in made.scenario.steps if isinstance(s, Expire) and s.unanswered)
+            # kgc's replay of the program is the run it was recorded from (PreferLeader repeats the
+            # recorder's leader steering): every expiry is due, every member is named by its join
+            replay = World(made.scenario)
+            for index, step in enumerate(made.scenario.steps):
+                assert send_on_kgc(replay, index, step) is not False, f"{path.name}: step {index}: {step}"
+                member = getattr(step, "member", None)
+                assert isinstance(step, PreferLeader) or member in (None, "") or isinstance(member, Ref), step
+            found = diff_scenario(made.scenario, kafka)
+            assert found is None or found.explained is not None, f"{path.name}: {found}"
+        if unanswered:
+            break
+    assert unanswered > 0, f"no unanswered expiry in {len(FAULTS_SEEDS) * 60} faults traces"
 
 
 #: finding_admin_leave_unanswered_sync (spec/models/README.md), on Kafka's code and on kgc's: an
