@@ -371,34 +371,11 @@ class StaticRevertDropped(GroupCoordinator):
     error but drops the revert (the spec's bug_static_revert_dropped): the group keeps the new
     member id, which no client was told, instead of renaming the member back to the old one."""
 
-    def _on_static_member_stored(
-        self,
-        group: GroupMetadata,
-        member: MemberMetadata,
-        old_member_id: str,
-        new_member_id: str,
-        group_instance_id: str,
-        old_protocols: object,
-        old_rebalance_timeout_ms: int,
-        old_session_timeout_ms: int,
-        current_leader: str | None,
-        respond: object,
-        error: Errors,
-    ) -> None:
+    def _on_static_member_stored(self, group: GroupMetadata, *args: object) -> None:
+        # (member, old id, new id, instance id, old protocols, old timeouts x2, leader, respond, error)
+        current_leader, respond, error = args[-3:]
         if error is Errors.NONE:
-            super()._on_static_member_stored(
-                group,
-                member,
-                old_member_id,
-                new_member_id,
-                group_instance_id,
-                old_protocols,  # type: ignore[arg-type]
-                old_rebalance_timeout_ms,
-                old_session_timeout_ms,
-                current_leader,
-                respond,  # type: ignore[arg-type]
-                error,
-            )
+            super()._on_static_member_stored(group, *args)  # type: ignore[arg-type]
             return
         leader = current_leader or ""
         result = JoinGroupResult(
