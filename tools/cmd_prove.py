@@ -1,5 +1,6 @@
 """`kgc prove [--json] [--bug NAME] [--timeout-ms N]`: prove the protocol's invariants inductive
-with Z3, for any number of members and generations.
+and its action properties kept by every action, with Z3, for any number of members and
+generations.
 
 Prints a table invariant x action (proved / not inductive / unknown, with milliseconds) and,
 for every check that failed, a counterexample to induction over three members. With --json the
@@ -86,8 +87,9 @@ def prove_command(
     timeout_ms: int = typer.Option(5000, "--timeout-ms", min=1, help="Z3 timeout per check, in ms."),
     junit: JunitOption = None,
 ) -> None:
-    """Prove SingleLeaderPerGeneration and NoSyncInPreparingRebalance (with their strengthening
-    invariants) inductive over every protocol action, with Z3."""
+    """Prove SingleLeaderPerGeneration, NoSyncInPreparingRebalance, LeaderIsMember and
+    EmptyIffNoMembers (with their strengthening invariants) inductive, and GenerationMonotonic
+    and StableRebalanceOnlyByTrigger kept, over every protocol action, with Z3."""
     from kgc.tools.junit import junit_target
 
     junit_target(junit, "prove")

@@ -402,6 +402,74 @@ def violated_invariants(state: AbstractState, timeout_ms: int = 10000) -> list[s
     return out
 
 
+def violated_step_properties(
+    before: AbstractState,
+    after: AbstractState,
+    action: str,
+    args: Mapping[str, Any],
+    timeout_ms: int = 10000,
+) -> list[str]:
+    """Names of the action properties (step_properties.STEP_PROPERTIES) the step `before` ->
+    `after` by `action` breaks. `args` are the action's arguments as plain values (member ids,
+    ints, bools; as counterexamples print them), all of them: an action the encoding does not
+    have triggers nothing (and takes none)."""
+    from kgc.conformance.proofs.step_properties import STEP_PROPERTIES
+    from kgc.conformance.proofs.transitions import ACTIONS_BY_NAME
+
+    kinds = dict(ACTIONS_BY_NAME[action].params) if action in ACTIONS_BY_NAME else {}
+    if set(kinds) - set(args):
+        raise ValueError(f"{action} needs the arguments {', '.join(sorted(set(kinds) - set(args)))}")
+    named = {str(v) for k, v in args.items() if kinds.get(k) == "member"}
+    sig, ids = _universe(before, after, _only_ids(named))
+    pre, post = concrete_state(sig, before, ids), concrete_state(sig, after, ids)
+    terms: dict[str, z3.ExprRef] = {}
+    for k, v in args.items():
+        kind = kinds.get(k)
+        if kind == "member":
+            terms[k] = ids[str(v)]
+        elif kind == "int":
+            terms[k] = z3.IntVal(int(v))
+        elif kind == "bool":
+            terms[k] = z3.BoolVal(bool(v))
+    out = []
+    for prop in STEP_PROPERTIES:
+        solver = z3.Solver()
+        solver.set(timeout=timeout_ms)
+        solver.add(z3.Not(prop.at(pre, action, terms).holds(sig, post)))
+        r = solver.check()
+        if r == z3.unknown:
+            raise RuntimeError(f"Z3 could not evaluate {prop.name}: {solver.reason_unknown()}")
+        if r == z3.sat:
+            out.append(prop.name)
+    return out
+
+
+def _only_ids(names: Iterable[str]) -> AbstractState:
+    """A Dead state holding only the member ids `names` (to put them in a universe)."""
+    none: frozenset[str] = frozenset()
+    return AbstractState(
+        "Dead",
+        0,
+        None,
+        frozenset(names),
+        none,
+        none,
+        none,
+        none,
+        False,
+        0,
+        False,
+        0,
+        None,
+        none,
+        {},
+        {},
+        none,
+        frozenset(),
+        False,
+    )
+
+
 def from_spec_state(state: Mapping[str, Any], leaders: bool = False) -> AbstractState:
     """A GroupCoordinator.tla state (variable -> value, as TLC prints it) in the encoding's
     terms, for its group-side fields: member ids become their numbers as strings, an unloaded

@@ -1,9 +1,11 @@
 """The safety properties and the strengthening invariants that make them inductive.
 
-The two properties the protocol is about are SingleLeaderPerGeneration and
-NoSyncInPreparingRebalance. Neither is inductive alone (a pre-state may, for instance, hold a
-leader named for a generation the group has not reached yet); the conjunction of everything in
-INVARIANTS is, which `kgc prove` checks action by action. Each invariant is a body over bound
+The spec's properties stated here (main=True, named as in spec/GroupCoordinator.tla) are
+SingleLeaderPerGeneration, NoSyncInPreparingRebalance, LeaderIsMember and EmptyIffNoMembers;
+the action properties are in step_properties.py. SingleLeaderPerGeneration is not inductive
+alone (a pre-state may, for instance, hold a leader named for a generation the group has not
+reached yet); the conjunction of everything in INVARIANTS is, which `kgc prove` checks action
+by action. Each invariant is a body over bound
 variables so that a failed check can name the witnesses (which generation, which members).
 """
 
@@ -91,20 +93,25 @@ def _dead_holds_nothing(sig: Signature, s: State, v: Vars) -> z3.BoolRef:
     )
 
 
-def _empty_has_no_members(sig: Signature, s: State, v: Vars) -> z3.BoolRef:
-    return z3.Implies(s.group_state == sig.st("Empty"), z3.And(z3.Not(s.members[v["m"]]), s.leader == sig.no_leader()))
+def _empty_iff_no_members(sig: Signature, s: State, v: Vars) -> z3.BoolRef:
+    """The spec's EmptyIffNoMembers without its timer half: "no rebalance under way" (no live
+    DelayedJoin) is, with timers abstracted away, "not PreparingRebalance", so the group is
+    Empty with no member and no leader, and CompletingRebalance / Stable with one (its leader)."""
+    return z3.And(
+        z3.Implies(s.group_state == sig.st("Empty"), z3.And(z3.Not(s.members[v["m"]]), s.leader == sig.no_leader())),
+        z3.Implies(
+            _in(sig, s, "CompletingRebalance", "Stable"),
+            z3.And(sig.has_leader(s.leader), s.members[sig.leader_id(s.leader)]),
+        ),
+    )
 
 
 def _leader_is_member(sig: Signature, s: State, v: Vars) -> z3.BoolRef:
-    return z3.Implies(sig.is_leader(s.leader, v["m"]), s.members[v["m"]])
-
-
-def _members_have_leader(sig: Signature, s: State, v: Vars) -> z3.BoolRef:
-    return z3.Implies(s.members[v["m"]], sig.has_leader(s.leader))
-
-
-def _leader_while_rebalanced(sig: Signature, s: State, v: Vars) -> z3.BoolRef:
-    return z3.Implies(_in(sig, s, "CompletingRebalance", "Stable"), sig.has_leader(s.leader))
+    """The spec's LeaderIsMember: a leader exactly when there are members, and it is one."""
+    m = v["m"]
+    return z3.And(
+        z3.Implies(sig.is_leader(s.leader, m), s.members[m]), z3.Implies(s.members[m], sig.has_leader(s.leader))
+    )
 
 
 def _pending_not_member(sig: Signature, s: State, v: Vars) -> z3.BoolRef:
@@ -199,11 +206,19 @@ INVARIANTS: tuple[Invariant, ...] = (
         _M,
         _dead_holds_nothing,
     ),
-    Invariant("EmptyHasNoMembers", "an Empty group has no members and no leader", _M, _empty_has_no_members),
-    Invariant("LeaderIsMember", "the leader is a member of the current generation", _M, _leader_is_member),
-    Invariant("MembersHaveLeader", "a group with members has a leader", _M, _members_have_leader),
     Invariant(
-        "LeaderWhileRebalanced", "CompletingRebalance and Stable groups have a leader", (), _leader_while_rebalanced
+        "EmptyIffNoMembers",
+        "Empty: no members and no leader; CompletingRebalance/Stable: a leader that is a member",
+        _M,
+        _empty_iff_no_members,
+        main=True,
+    ),
+    Invariant(
+        "LeaderIsMember",
+        "a group has a leader exactly when it has members, and the leader is one",
+        _M,
+        _leader_is_member,
+        main=True,
     ),
     Invariant("PendingNotMember", "a pending member id is not (yet) a member", _M, _pending_not_member),
     Invariant(

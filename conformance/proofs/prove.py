@@ -1,7 +1,8 @@
 """Run the inductiveness checks and turn failures into readable counterexamples to induction.
 
 For every invariant I of INVARIANTS: Init => I, and for every action a: Inv /\\ a => I', where
-Inv is the conjunction of all invariants. Proofs use the uninterpreted Member sort (so they hold
+Inv is the conjunction of all invariants; for every action property P of STEP_PROPERTIES and
+every action a: Inv /\\ a => P(pre, post, a). Proofs use the uninterpreted Member sort (so they hold
 for any number of members); a check that comes back sat is re-run over an enumerated sort of
 three members, whose model prints as a pre-state, the action with its arguments, the post-state
 and the conjuncts it breaks. Every action is also checked to be enabled in some state satisfying
@@ -19,6 +20,7 @@ import z3
 from kgc.conformance.proofs import invariants as inv_mod
 from kgc.conformance.proofs.invariants import INVARIANTS, INVARIANTS_BY_NAME, Invariant
 from kgc.conformance.proofs.model import TLA_NAMES, Signature, State, fresh_state, init, signature
+from kgc.conformance.proofs.step_properties import STEP_PROPERTIES, STEP_PROPERTIES_BY_NAME, StepProperty
 from kgc.conformance.proofs.transitions import ACTIONS, Action, check_bugs
 
 PROVED = "proved"
@@ -31,6 +33,7 @@ EXIT_FAILED = 10
 EXIT_UNKNOWN = 21
 
 INIT = "Init"
+Checked = Invariant | StepProperty  # what a row of the report states
 CEX_MEMBERS = (3, 4)  # enumerated sizes tried for a readable counterexample
 
 
@@ -134,15 +137,18 @@ def prove(
     counterexamples: bool = True,
     invariants: tuple[Invariant, ...] = INVARIANTS,
     actions: tuple[Action, ...] = ACTIONS,
+    step_properties: tuple[StepProperty, ...] = STEP_PROPERTIES,
 ) -> ProofReport:
-    """Check every invariant against Init and every action, assuming the conjunction of
-    `invariants` in the pre-state. Never raises on a failed check: the report carries
-    proved / not inductive / unknown per cell (a subset of invariants is for showing that the
-    strengthening is needed)."""
+    """Check every invariant against Init and every action, and every action property against
+    every action, assuming the conjunction of `invariants` in the pre-state. Never raises on a
+    failed check: the report carries proved / not inductive / unknown per cell (a subset of
+    invariants is for showing that the strengthening is needed)."""
     bugset = check_bugs(bugs)
     t_start = time.perf_counter()
     report = ProofReport(
-        bugs=sorted(bugset), invariants=[i.name for i in invariants], actions=[INIT] + [a.name for a in actions]
+        bugs=sorted(bugset),
+        invariants=[i.name for i in invariants] + [p.name for p in step_properties],
+        actions=[INIT] + [a.name for a in actions],
     )
     sig = signature(None)
     pre, post0 = fresh_state(sig, ""), fresh_state(sig, "_0")
@@ -162,11 +168,13 @@ def prove(
         report.enabled[a.name] = _enabled(a, bugset, timeout_ms)
         s = _solver(quick)
         s.add(inv_pre, guard)
-        for i in invariants:
+        targets: list[tuple[Checked, Invariant]] = [(i, i) for i in invariants]
+        targets += [(p, p.at(pre, a.name, args)) for p in step_properties]
+        for checked, as_invariant in targets:
             s.push()
-            bad, _ = i.violated(sig, post)
+            bad, _ = as_invariant.violated(sig, post)
             s.add(bad)
-            res = _decide(s, i, a, bugset, timeout_ms, counterexamples, invariants)
+            res = _decide(s, checked, a, bugset, timeout_ms, counterexamples, invariants)
             if res.status == PROVED and report.enabled[a.name] == "unsat":
                 res.status, res.reason = VACUOUS, "the action is enabled in no state satisfying the invariants"
             report.checks.append(res)
@@ -180,7 +188,7 @@ QUICK_MS = 1000  # first attempt at a proof before looking for a small counterex
 
 def _decide(
     s: z3.Solver,
-    i: Invariant,
+    i: Checked,
     a: Action | None,
     bugs: frozenset[str],
     timeout_ms: int,
@@ -223,7 +231,7 @@ def _enabled(a: Action, bugs: frozenset[str], timeout_ms: int) -> str:
 
 
 def counterexample(
-    i: Invariant,
+    i: Checked,
     a: Action | None,
     bugs: frozenset[str],
     timeout_ms: int,
@@ -282,7 +290,7 @@ def _tidy(sig: Signature, s: State, solver: z3.Solver) -> bool:
 
 
 def _counterexample(
-    i: Invariant,
+    i: Checked,
     a: Action | None,
     bugs: frozenset[str],
     timeout_ms: int,
@@ -301,7 +309,12 @@ def _counterexample(
         args = a.args(sig, "_x")
         guard, post = a.apply(sig, pre, args, bugs)
         s.add(z3.And([j.holds(sig, pre) for j in invariants]), guard)
-    bad, wit = i.violated(sig, post, "_w")
+    if isinstance(i, StepProperty):
+        if a is None:
+            return None  # an action property says nothing of the initial state
+        bad, wit = i.at(pre, a.name, args).violated(sig, post, "_w")
+    else:
+        bad, wit = i.violated(sig, post, "_w")
     s.add(bad)
     if tidy and a is not None:
         for v in args.values():
@@ -317,7 +330,7 @@ def _counterexample(
 def _read(
     m: z3.ModelRef,
     sig: Signature,
-    i: Invariant,
+    i: Checked,
     a: Action | None,
     args: dict[str, z3.ExprRef],
     pre: State,
@@ -329,6 +342,8 @@ def _read(
     epochs, gens = _interesting_ints(m, [pre, post] if a else [post], values, wit)
     ints = (sorted(set(epochs) | set(_BOX_EPOCHS)), sorted(set(gens) | set(_BOX_GENERATIONS)))
     broken = [j.name for j in invariants if z3.is_false(m.eval(j.holds(sig, post), model_completion=True))]
+    if isinstance(i, StepProperty):
+        broken.append(i.name)  # the query asserted the step breaks it
     return Counterexample(
         invariant=i.name,
         action=a.name if a else INIT,
@@ -460,10 +475,13 @@ def render(report: ProofReport, console: Any | None = None) -> None:
     style = {PROVED: "green", NOT_INDUCTIVE: "bold red", UNKNOWN: "yellow", VACUOUS: "bold red"}
     mark = {PROVED: "✓", NOT_INDUCTIVE: "✗", UNKNOWN: "?", VACUOUS: "∅"}
     for name in report.invariants:
-        main = name in INVARIANTS_BY_NAME and INVARIANTS_BY_NAME[name].main
+        main = name in STEP_PROPERTIES_BY_NAME or (name in INVARIANTS_BY_NAME and INVARIANTS_BY_NAME[name].main)
         row = [f"[bold]{name}[/bold]" if main else name]
         for c in cols:
-            r = cells[(name, c)]
+            r = cells.get((name, c))
+            if r is None:  # an action property has no Init cell
+                row.append("–")
+                continue
             row.append(f"[{style[r.status]}]{mark[r.status]} {r.ms:.0f}[/{style[r.status]}]")
         table.add_row(*row)
     console.print(table)

@@ -30,6 +30,14 @@ BUGS: dict[str, str] = {
     "leader_replaced_without_rebalance": "when the leader leaves or times out during CompletingRebalance/Stable, "
     "another member becomes leader without a rebalance (same generation)",
     "generation_not_bumped": "initNextGeneration keeps the generation id instead of incrementing it",
+    "leader_not_reassigned": "when the leader is removed (LeaveGroup, session expiry, DelayedSync expiry), the "
+    "group keeps naming it leader",
+    "last_leave_no_rebalance": "the last member leaving (or expiring from) a Stable or CompletingRebalance group "
+    "leaves it in that state with no member, instead of rebalancing it to Empty",
+    "rebalance_rollback": "a rebalance started from CompletingRebalance rolls the generation back by one",
+    "heartbeat_rebalances_stable": "a Heartbeat of a current member in Stable starts a rebalance",
+    "pending_leave_rebalances": "a pending member's LeaveGroup rebalances the group (maybePrepareRebalance) "
+    "instead of only re-checking a join in progress",
 }
 
 Args = dict[str, z3.ExprRef]
@@ -109,21 +117,23 @@ def _serving(sig: Signature, s: State) -> z3.BoolRef:
     return z3.And(s.owned, s.group_state != sig.st("Dead"))
 
 
-def _prepare_rebalance(sig: Signature, s: State) -> State:
+def _prepare_rebalance(sig: Signature, s: State, bugs: frozenset[str]) -> State:
     """prepareRebalance: parked SyncGroups are answered REBALANCE_IN_PROGRESS
     (resetAndPropagateAssignmentError, CompletingRebalance only), the pending-sync set is
     cleared (removeSyncExpiration) and the group enters PreparingRebalance."""
+    completing = s.group_state == sig.st("CompletingRebalance")
     return replace(
         s,
-        awaiting_sync=z3.If(s.group_state == sig.st("CompletingRebalance"), _empty(sig), s.awaiting_sync),
+        awaiting_sync=z3.If(completing, _empty(sig), s.awaiting_sync),
         pending_sync=_empty(sig),
         group_state=sig.st("PreparingRebalance"),
+        generation=z3.If(completing, s.generation - 1, s.generation) if "rebalance_rollback" in bugs else s.generation,
     )
 
 
-def _maybe_prepare_rebalance(sig: Signature, s: State) -> State:
+def _maybe_prepare_rebalance(sig: Signature, s: State, bugs: frozenset[str]) -> State:
     """maybePrepareRebalance: only from a state PreparingRebalance may be entered from."""
-    p = _prepare_rebalance(sig, s)
+    p = _prepare_rebalance(sig, s, bugs)
     can = z3.Or(
         s.group_state == sig.st("Empty"),
         s.group_state == sig.st("Stable"),
@@ -168,7 +178,7 @@ def _base_for_join(sig: Signature, s: State) -> State:
     return _ite_state(absent, created, s)
 
 
-def _add_member_and_rebalance(sig: Signature, s: State, m: z3.ExprRef) -> State:
+def _add_member_and_rebalance(sig: Signature, s: State, m: z3.ExprRef, bugs: frozenset[str]) -> State:
     """addMemberAndRebalance: group.add (the first member becomes leader; a pending id stops
     being pending), its JoinGroup is parked, then maybePrepareRebalance."""
     added = replace(
@@ -178,11 +188,11 @@ def _add_member_and_rebalance(sig: Signature, s: State, m: z3.ExprRef) -> State:
         pending=_del(s.pending, m),
         leader=z3.If(sig.has_leader(s.leader), s.leader, sig.some_leader(m)),
     )
-    return _maybe_prepare_rebalance(sig, added)
+    return _maybe_prepare_rebalance(sig, added, bugs)
 
 
 def _remove_member(
-    sig: Signature, s: State, m: z3.ExprRef, has_next: z3.BoolRef, next_leader: z3.ExprRef
+    sig: Signature, s: State, m: z3.ExprRef, has_next: z3.BoolRef, next_leader: z3.ExprRef, bugs: frozenset[str]
 ) -> tuple[z3.BoolRef, State]:
     """group.remove(m) after its parked JoinGroup (if any) is answered UNKNOWN_MEMBER_ID; a
     removed leader is replaced by any remaining member (headOption) or by none. A parked
@@ -191,6 +201,8 @@ def _remove_member(
     was_leader = sig.is_leader(s.leader, m)
     choice = z3.Implies(was_leader, _choose(sig, remaining, has_next, next_leader))
     new_leader = z3.If(was_leader, z3.If(has_next, sig.some_leader(next_leader), sig.no_leader()), s.leader)
+    if "leader_not_reassigned" in bugs:
+        new_leader = s.leader
     return choice, replace(
         s,
         members=remaining,
@@ -207,8 +219,11 @@ def _remove_member_and_update_group(
 ) -> tuple[z3.BoolRef, State]:
     """removeMemberAndUpdateGroup: remove, then Stable/CompletingRebalance rebalance
     (PreparingRebalance only re-checks the join purgatory: the separate CompleteJoin step)."""
-    choice, removed = _remove_member(sig, s, m, has_next, next_leader)
-    rebalanced = _maybe_prepare_rebalance(sig, removed)
+    choice, removed = _remove_member(sig, s, m, has_next, next_leader, bugs)
+    rebalanced = _maybe_prepare_rebalance(sig, removed, bugs)
+    if "last_leave_no_rebalance" in bugs:
+        nobody_left = sig.forall_members("ll_x", lambda x: z3.Not(removed.members[x]))
+        rebalanced = _ite_state(nobody_left, removed, rebalanced)
     if "leader_replaced_without_rebalance" in bugs:
         handover = z3.And(
             sig.is_leader(s.leader, m),
@@ -242,13 +257,13 @@ def join_unknown_member(sig: Signature, s: State, a: Args, bugs: frozenset[str])
     b = _base_for_join(sig, s)
     guard = z3.And(s.owned, z3.Not(b.members[m]), z3.Not(b.pending[m]))
     pending_only = replace(b, pending=_add(b.pending, m))
-    return guard, _finish(s, _ite_state(require_known, pending_only, _add_member_and_rebalance(sig, b, m)), False)
+    return guard, _finish(s, _ite_state(require_known, pending_only, _add_member_and_rebalance(sig, b, m, bugs)), False)
 
 
 def join_pending_member(sig: Signature, s: State, a: Args, bugs: frozenset[str]) -> tuple[z3.BoolRef, State]:
     m = a["member"]
     guard = z3.And(_serving(sig, s), s.pending[m])
-    return guard, _finish(s, _add_member_and_rebalance(sig, s, m), False)
+    return guard, _finish(s, _add_member_and_rebalance(sig, s, m, bugs), False)
 
 
 def join_known_member(sig: Signature, s: State, a: Args, bugs: frozenset[str]) -> tuple[z3.BoolRef, State]:
@@ -260,7 +275,7 @@ def join_known_member(sig: Signature, s: State, a: Args, bugs: frozenset[str]) -
         z3.Or(st == sig.st("PreparingRebalance"), st == sig.st("CompletingRebalance"), st == sig.st("Stable")),
     )
     updated = replace(s, awaiting_join=_add(s.awaiting_join, m))  # updateMember with a callback
-    rebalance = _maybe_prepare_rebalance(sig, updated)
+    rebalance = _maybe_prepare_rebalance(sig, updated, bugs)
     answered = _respond_join(sig, s, m)
     answer_now = z3.Or(
         z3.And(st == sig.st("CompletingRebalance"), same),
@@ -364,7 +379,10 @@ def sync_group_follower(sig: Signature, s: State, a: Args, bugs: frozenset[str])
 def heartbeat(sig: Signature, s: State, a: Args, bugs: frozenset[str]) -> tuple[z3.BoolRef, State]:
     """A valid Heartbeat only completes and reschedules the member's DelayedHeartbeat."""
     guard = z3.And(_serving(sig, s), s.members[a["member"]], a["generation"] == s.generation)
-    return guard, _finish(s, s, False)
+    post = s
+    if "heartbeat_rebalances_stable" in bugs:
+        post = _ite_state(s.group_state == sig.st("Stable"), _prepare_rebalance(sig, s, bugs), s)
+    return guard, _finish(s, post, False)
 
 
 def leave_group(sig: Signature, s: State, a: Args, bugs: frozenset[str]) -> tuple[z3.BoolRef, State]:
@@ -372,6 +390,8 @@ def leave_group(sig: Signature, s: State, a: Args, bugs: frozenset[str]) -> tupl
     guard = z3.And(_serving(sig, s), z3.Or(s.pending[m], s.members[m]))
     choice, removed = _remove_member_and_update_group(sig, s, m, a["hasNewLeader"], a["newLeader"], bugs)
     pending_left = replace(s, pending=_del(s.pending, m))  # removePendingMemberAndUpdateGroup
+    if "pending_leave_rebalances" in bugs:
+        pending_left = _maybe_prepare_rebalance(sig, pending_left, bugs)
     post = _ite_state(s.pending[m], pending_left, removed)
     return z3.And(guard, z3.Implies(z3.Not(s.pending[m]), choice)), _finish(s, post, False)
 
@@ -404,9 +424,11 @@ def sync_timeout(sig: Signature, s: State, a: Args, bugs: frozenset[str]) -> tup
         members=remaining,
         awaiting_join=_minus(sig, s.awaiting_join, s.pending_sync),
         awaiting_sync=_minus(sig, s.awaiting_sync, s.pending_sync),
-        leader=z3.If(leader_gone, z3.If(has_next, sig.some_leader(nxt), sig.no_leader()), s.leader),
+        leader=s.leader
+        if "leader_not_reassigned" in bugs
+        else z3.If(leader_gone, z3.If(has_next, sig.some_leader(nxt), sig.no_leader()), s.leader),
     )
-    return guard, _finish(s, _prepare_rebalance(sig, removed), False)
+    return guard, _finish(s, _prepare_rebalance(sig, removed, bugs), False)
 
 
 def unload(sig: Signature, s: State, a: Args, bugs: frozenset[str]) -> tuple[z3.BoolRef, State]:

@@ -12,8 +12,14 @@ import sys
 from pathlib import Path
 
 import pytest
+import z3
 
-from kgc.conformance.proofs.abstraction import accepts, from_tla_values, violated_invariants
+from kgc.conformance.proofs.abstraction import (
+    accepts,
+    from_tla_values,
+    violated_invariants,
+    violated_step_properties,
+)
 from kgc.conformance.proofs.invariants import INVARIANTS
 from kgc.conformance.proofs.prove import (
     EXIT_FAILED,
@@ -27,15 +33,34 @@ from kgc.conformance.proofs.prove import (
     ProofReport,
     prove,
 )
+from kgc.conformance.proofs.step_properties import STEP_PROPERTIES, STEP_PROPERTIES_BY_NAME
 from kgc.conformance.proofs.transitions import ACTIONS, ACTIONS_BY_NAME, BUGS
 
 KGC = Path(sys.executable).with_name("kgc")
+
+# the actions that can move a group to PreparingRebalance (maybePrepareRebalance / prepareRebalance)
+REBALANCING = {
+    "JoinGroupUnknownMember",
+    "JoinGroupPendingMember",
+    "JoinGroupKnownMember",
+    "LeaveGroup",
+    "SessionTimeoutExpiry",
+    "DelayedSyncExpiry",
+}
 
 # bug -> (actions that must fail, invariants that must fail under them)
 EXPECTED = {
     "sync_answered_in_preparing_rebalance": ({"SyncGroupLeader", "SyncGroupFollower"}, {"NoSyncInPreparingRebalance"}),
     "leader_replaced_without_rebalance": ({"LeaveGroup", "SessionTimeoutExpiry"}, {"NamedLeaderIsCurrentLeader"}),
     "generation_not_bumped": ({"CompleteJoin", "RebalanceTimeout"}, {"SingleLeaderPerGeneration"}),
+    "leader_not_reassigned": ({"LeaveGroup", "SessionTimeoutExpiry", "DelayedSyncExpiry"}, {"LeaderIsMember"}),
+    "last_leave_no_rebalance": ({"LeaveGroup", "SessionTimeoutExpiry"}, {"EmptyIffNoMembers"}),
+    "rebalance_rollback": (
+        REBALANCING,
+        {"GenerationMonotonic"},
+    ),
+    "heartbeat_rebalances_stable": ({"Heartbeat"}, {"StableRebalanceOnlyByTrigger"}),
+    "pending_leave_rebalances": ({"LeaveGroup"}, {"StableRebalanceOnlyByTrigger"}),
 }
 
 
@@ -47,7 +72,7 @@ def correct() -> ProofReport:
 def test_correct_encoding_proves_every_invariant_under_every_action(correct) -> None:
     report = correct
     assert report.exit_code == EXIT_OK, [(c.invariant, c.action, c.status) for c in report.failures()]
-    assert len(report.checks) == len(INVARIANTS) * (len(ACTIONS) + 1)
+    assert len(report.checks) == len(INVARIANTS) * (len(ACTIONS) + 1) + len(STEP_PROPERTIES) * len(ACTIONS)
     assert {c.status for c in report.checks} == {PROVED}
 
 
@@ -83,7 +108,11 @@ def test_seeded_bug_gives_a_counterexample_to_induction_naming_the_action(bug: s
         assert c.invariant in cex.broken
         pre, post = from_tla_values(cex.pre), from_tla_values(cex.post)
         assert violated_invariants(pre) == []
-        assert c.invariant in violated_invariants(post)
+        if c.invariant in STEP_PROPERTIES_BY_NAME:
+            assert c.invariant in violated_step_properties(pre, post, c.action, cex.args)
+            assert violated_step_properties(pre, pre, c.action, cex.args) == []  # the step, not the state
+        else:
+            assert c.invariant in violated_invariants(post)
         only = (ACTIONS_BY_NAME[c.action],)
         assert accepts(pre, post, [bug], max_steps=1, actions=only).accepted
         assert not accepts(pre, post, [], max_steps=1).accepted  # the correct protocol has no such step
@@ -132,3 +161,18 @@ def test_kgc_prove_unknown_bug_exits_1() -> None:
     run = _kgc("--bug", "no-such-bug")
     assert run.returncode == 1
     assert "unknown bug" in run.stdout + run.stderr
+
+
+def test_every_listed_trigger_is_taken_by_the_correct_encoding() -> None:
+    """StableRebalanceOnlyByTrigger is not proved by triggers nobody pulls: "Stable is never
+    left for PreparingRebalance" fails under exactly the actions it lists (a Heartbeat, a
+    pending member's leave, a sync... never do it)."""
+    from kgc.conformance.proofs.step_properties import StepProperty
+
+    def never(sig, pre, post, action, a, v):  # type: ignore[no-untyped-def]
+        return z3.Not(z3.And(pre.group_state == sig.st("Stable"), post.group_state == sig.st("PreparingRebalance")))
+
+    report = prove(invariants=INVARIANTS, step_properties=(StepProperty("NeverRebalanceStable", "", (), never),))
+    failed = {c.action for c in report.failures() if c.invariant == "NeverRebalanceStable"}
+    assert failed == REBALANCING
+    assert {c.invariant for c in report.failures()} == {"NeverRebalanceStable"}
