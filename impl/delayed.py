@@ -37,9 +37,8 @@ def _non_negative(delay_ms: int) -> int:
 class _CoordinatorOperation(DelayedOperation):
     """Reports its own expiry to the coordinator before the expiry takes effect."""
 
-    timer_kind = "delayed"
-    # Slots, not a __dict__: an operation is made per request, and slot reads stay fast on a
-    # subclass of the compiled DelayedOperation (kgc.impl.native), where __dict__ reads do not.
+    # Slots, not a __dict__: an operation is made per request. Compiled (kgc.impl.native) these
+    # are native attributes anyway; the slots keep the pure fallback (KGC_PURE=1, mutants) lean.
     __slots__ = ("coordinator", "group")
 
     def __init__(self, coordinator: GroupCoordinator, group: GroupMetadata, delay_ms: int) -> None:
@@ -48,6 +47,12 @@ class _CoordinatorOperation(DelayedOperation):
         )
         self.coordinator = coordinator
         self.group = group
+
+    # timer_kind is a property in every class, not a class attribute: DelayedHeartbeat's depends
+    # on the instance, and a compiled (mypyc) class cannot override an attribute with a property.
+    @property
+    def timer_kind(self) -> str:
+        return "delayed"
 
     @property
     def timer_member_id(self) -> str | None:
@@ -62,8 +67,11 @@ class _CoordinatorOperation(DelayedOperation):
 class DelayedJoin(_CoordinatorOperation):
     """Completes when every known member has rejoined, or at the rebalance timeout."""
 
-    timer_kind = "join"
     __slots__ = ()
+
+    @property
+    def timer_kind(self) -> str:
+        return "join"
 
     def try_complete(self) -> bool:
         return self.coordinator.try_complete_join(self.group, self.force_complete)
@@ -79,8 +87,11 @@ class InitialDelayedJoin(DelayedJoin):
     """The first rebalance of an Empty group: waits `delay_ms`, again while members keep
     arriving, never longer in total than the rebalance timeout (`remaining_ms`)."""
 
-    timer_kind = "initial_join"
     __slots__ = ("configured_rebalance_delay_ms", "remaining_ms")
+
+    @property
+    def timer_kind(self) -> str:
+        return "initial_join"
 
     def __init__(
         self,
@@ -119,7 +130,7 @@ class DelayedHeartbeat(_CoordinatorOperation):
         self.is_pending = is_pending
 
     @property
-    def timer_kind(self) -> str:  # type: ignore[override]
+    def timer_kind(self) -> str:
         return "pending_member" if self.is_pending else "heartbeat"
 
     @property
@@ -140,8 +151,11 @@ class DelayedSync(_CoordinatorOperation):
     """After a join completes: members that have not sent SyncGroup within the rebalance
     timeout are removed and a new rebalance starts (added in Kafka 3.x)."""
 
-    timer_kind = "sync"
     __slots__ = ("generation_id",)
+
+    @property
+    def timer_kind(self) -> str:
+        return "sync"
 
     def __init__(
         self, coordinator: GroupCoordinator, group: GroupMetadata, generation_id: int, rebalance_timeout_ms: int

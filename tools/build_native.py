@@ -1,4 +1,4 @@
-"""`python -m kgc.tools.build_native`: compile kgc.impl.timer and kgc.impl.purgatory with mypyc.
+"""`python -m kgc.tools.build_native`: compile kgc.impl.timer, purgatory and delayed with mypyc.
 
 Why a separate step and not a build hook in pyproject: the compiled modules are an
 optimisation with a pure-Python fallback, so installing kgc must not need mypy and a C
@@ -6,9 +6,9 @@ compiler (pip's isolated build would have to fetch both, and a machine without g
 install at all). scripts/setup.sh runs this after ``pip install -e``; when it fails (no
 compiler, no Python headers) setup says so and everything runs on the sources.
 
-It copies the two sources (and the modules they import, for types) into a scratch ``kgc/impl``
-tree, runs mypyc there with the shared library named ``kgc.impl.wheel__mypyc``, and installs the
-three extensions into kgc.impl's ``_native/`` folder with a stamp of the sources' sha256, which
+It copies kgc.impl's sources (the compiled ones, and the rest for their types: delayed.py's
+operations call the coordinator) into a scratch ``kgc/impl`` tree, runs mypyc there with the
+shared library named ``kgc.impl.wheel__mypyc``, and installs the extensions into kgc.impl's ``_native/`` folder with a stamp of the sources' sha256, which
 kgc.impl.native checks before it loads them (a stale build is never used).
 
 Exit codes: 0 built (or already current), 1 the build failed (the reason on one line; the
@@ -30,8 +30,6 @@ from pathlib import Path
 __all__ = ["BuildFailed", "build", "main"]
 
 GROUP = "kgc.impl.wheel"
-# Imported by the compiled modules: copied for mypy's types, not compiled.
-SUPPORT_MODULES = ("clock.py", "watch_keys.py")
 
 
 class BuildFailed(Exception):
@@ -73,8 +71,11 @@ def build(verbose: bool = False, force: bool = False) -> Path:
         pkg.mkdir(parents=True)
         (root / "kgc" / "__init__.py").write_text("")
         (pkg / "__init__.py").write_text("")
-        for name in COMPILED_MODULES + SUPPORT_MODULES:
-            shutil.copyfile(impl / name, pkg / name)
+        # The modules the compiled ones import (for types only: the coordinator, the group) are
+        # copied for mypy and not compiled; every kgc.impl module, so none is ever missing.
+        for source in impl.glob("*.py"):
+            if source.name != "__init__.py":
+                shutil.copyfile(source, pkg / source.name)
         digests = {name: source_digest(pkg / name) for name in COMPILED_MODULES}
         out = io.StringIO()
         cwd = os.getcwd()
@@ -129,9 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         where = build(verbose=args.verbose, force=args.force)
     except BuildFailed as exc:
-        print(f"build_native: could not compile kgc.impl.timer/purgatory: {exc}", file=sys.stderr)
+        print(f"build_native: could not compile kgc.impl.timer/purgatory/delayed: {exc}", file=sys.stderr)
         return 1
-    print(f"build_native: compiled kgc.impl.timer and kgc.impl.purgatory into {where}")
+    print(f"build_native: compiled kgc.impl.timer, purgatory and delayed into {where}")
     return 0
 
 

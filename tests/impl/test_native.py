@@ -1,10 +1,13 @@
-"""The mypyc-compiled timer and purgatory against the pure-Python sources (kgc.impl.native).
+"""The mypyc-compiled timer, purgatory and delayed operations against the pure-Python sources
+(kgc.impl.native).
 
 The compiled modules are what the coordinator runs when scripts/setup.sh could build them, so
 they must behave exactly like the sources: the same firing order (deadline, add order), the
-same completions, expirations, cancellations, purges and counts on random programs. Both are
-loaded in one process -- the sources under their own names, just for this comparison -- and
-Hypothesis drives the same program through each. Where no compiler is present the "compiled"
+same completions, expirations, cancellations, purges and counts on random programs, and the
+same answers, timer expiries and transitions from a coordinator on random request programs.
+Both are loaded in one process -- the sources under their own names, just for this comparison,
+with a second copy of coordinator.py bound to them -- and Hypothesis drives the same program
+through each. Where no compiler is present the "compiled"
 side is the sources again, and test_the_compiled_modules_are_loaded_when_they_can_be (slow, run
 by CI after setup) says so.
 """
@@ -26,18 +29,22 @@ from hypothesis import strategies as st
 
 import kgc.impl
 import kgc.impl.native as native
+from kgc.impl import coordinator as loaded_coordinator
+from kgc.impl import delayed as loaded_delayed
 from kgc.impl import purgatory as loaded_purgatory
 from kgc.impl import timer as loaded_timer
 from kgc.impl.clock import VirtualClock
+from kgc.impl.store import InMemoryGroupStore
 
 ROOT = Path(__file__).resolve().parents[2]
 IMPL = Path(native.__file__).resolve().parent
 
 
-def _load_sources() -> tuple[ModuleType, ModuleType]:
-    """timer.py and purgatory.py from source, whatever kgc.impl loaded; purgatory bound to the
-    source timer. sys.modules is restored afterwards, so nothing else sees them."""
-    names = ("kgc.impl.timer", "kgc.impl.purgatory")
+def _load_sources() -> tuple[ModuleType, ...]:
+    """timer.py, purgatory.py, delayed.py and coordinator.py from source, whatever kgc.impl
+    loaded; each bound to the source copies before it. sys.modules is restored afterwards, so
+    nothing else sees them."""
+    names = ("kgc.impl.timer", "kgc.impl.purgatory", "kgc.impl.delayed", "kgc.impl.coordinator")
     saved = {n: sys.modules.pop(n) for n in names if n in sys.modules}
     try:
         mods = []
@@ -48,17 +55,21 @@ def _load_sources() -> tuple[ModuleType, ModuleType]:
             sys.modules[n] = mod
             spec.loader.exec_module(mod)
             mods.append(mod)
-        return mods[0], mods[1]
+        return tuple(mods)
     finally:
         for n in names:
             sys.modules.pop(n, None)
         sys.modules.update(saved)
 
 
-PURE_TIMER, PURE_PURGATORY = _load_sources()
+PURE_TIMER, PURE_PURGATORY, PURE_DELAYED, PURE_COORDINATOR = _load_sources()
 SIDES = {
     "loaded": (loaded_timer, loaded_purgatory),
     "source": (PURE_TIMER, PURE_PURGATORY),
+}
+COORDINATORS = {
+    "loaded": (loaded_timer, loaded_coordinator),
+    "source": (PURE_TIMER, PURE_COORDINATOR),
 }
 
 
@@ -67,7 +78,12 @@ def test_the_comparison_really_has_two_sides_when_compiled():
     if kgc.impl.COMPILED:
         assert not hasattr(loaded_timer.SystemTimer.add, "__code__")  # a compiled method
         assert hasattr(PURE_TIMER.SystemTimer.add, "__code__")
+        assert not hasattr(loaded_delayed.DelayedHeartbeat.try_complete, "__code__")
+        assert hasattr(PURE_DELAYED.DelayedHeartbeat.try_complete, "__code__")
     assert issubclass(PURE_PURGATORY.DelayedOperation, PURE_TIMER.TimerTask)
+    assert issubclass(PURE_DELAYED.DelayedHeartbeat, PURE_PURGATORY.DelayedOperation)
+    assert PURE_COORDINATOR.DelayedHeartbeat is PURE_DELAYED.DelayedHeartbeat
+    assert loaded_coordinator.DelayedHeartbeat is loaded_delayed.DelayedHeartbeat
 
 
 def _operation_class(purgatory_module: ModuleType) -> type:
@@ -209,11 +225,127 @@ def test_a_mostly_completed_bucket_compacts_the_same_way(side):
     assert [ops[i].serial for i in range(500) if i % 4 == 3] == [s for kind, s, _ in world["log"] if kind == "expire"]
 
 
+# A coordinator program: requests from four clients to two groups, and time passing, with
+# timeouts that make sessions, pending members, initial joins and syncs expire in between.
+CLIENT = st.integers(0, 3)
+GROUP = st.sampled_from(["g", "h"])
+REQUEST = st.one_of(
+    st.tuples(
+        st.just("join"),
+        CLIENT,
+        GROUP,
+        st.booleans(),  # require_known_member
+        st.sampled_from([None, "i0", "i1"]),  # group.instance.id
+        st.sampled_from([5, 10, 30, 200]),  # session timeout (min 10: 5 is refused)
+        st.sampled_from([0, 15, 60]),  # rebalance timeout
+    ),
+    st.tuples(st.just("sync"), CLIENT, GROUP, st.booleans()),
+    st.tuples(st.just("heartbeat"), CLIENT, GROUP),
+    st.tuples(st.just("leave"), CLIENT, GROUP),
+    st.tuples(st.just("advance"), st.sampled_from([1, 9, 10, 11, 20, 51, 300])),
+)
+
+
+class _Observed:
+    """Everything a coordinator tells its observer, as plain text."""
+
+    def __init__(self, log: list) -> None:
+        self.log = log
+
+    def on_request(self, kind: str, group_id: str, args: dict) -> None:
+        self.log.append(("request", kind, group_id, repr(sorted(args.items()))))
+
+    def on_response(self, kind: str, group_id: str, result: object) -> None:
+        self.log.append(("response", kind, group_id, repr(result)))
+
+    def on_timer(self, kind: str, group_id: str, member_id: str | None) -> None:
+        self.log.append(("timer", kind, group_id, member_id))
+
+    def on_transition(self, group_id: str, old: object, new: object) -> None:
+        self.log.append(("transition", group_id, repr(old), repr(new)))
+
+
+def run_coordinator(side: str, program: list[tuple]) -> list:
+    """Runs ``program`` on one side's coordinator; returns what it answered and observed."""
+    timer_mod, coordinator_mod = COORDINATORS[side]
+    clock = VirtualClock()
+    timer = timer_mod.SystemTimer(clock)
+    log: list = []
+    config = coordinator_mod.GroupConfig(
+        min_session_timeout_ms=10, max_session_timeout_ms=1000, initial_rebalance_delay_ms=50
+    )
+    c = coordinator_mod.GroupCoordinator(config, clock, timer, InMemoryGroupStore(), observer=_Observed(log))
+    known: dict[tuple[int, str], tuple[str, int]] = {}  # (client, group) -> (member id, generation)
+
+    def answer(client: int, group: str):  # type: ignore[no-untyped-def]
+        def respond(result: object) -> None:
+            log.append(("answer", client, group, repr(result)))
+            member_id = getattr(result, "member_id", None)
+            if member_id:
+                known[(client, group)] = (member_id, getattr(result, "generation_id", -1))
+
+        return respond
+
+    for step in program:
+        kind = step[0]
+        if kind == "advance":
+            timer.advance_to(clock.now_ms() + step[1])
+            continue
+        client, group = step[1], step[2]
+        member_id, generation = known.get((client, group), ("", -1))
+        if kind == "join":
+            _, _, _, require_known, instance, session, rebalance = step
+            c.handle_join_group(
+                group, member_id, instance, require_known, f"c{client}", "host", rebalance, session,
+                "consumer", [("range", "")], answer(client, group),
+            )  # fmt: skip
+        elif kind == "sync":
+            assignment = {m: f"a-{m}" for m, _ in known.values()} if step[3] else {}
+            c.handle_sync_group(group, generation, member_id, None, None, None, assignment, answer(client, group))
+        elif kind == "heartbeat":
+            c.handle_heartbeat(group, member_id, None, generation, answer(client, group))
+        else:
+            c.handle_leave_group(group, [coordinator_mod.LeaveMemberIdentity(member_id)], answer(client, group))
+    timer.advance_to(clock.now_ms() + 10_000)
+    log.append(("end", c.internal_errors, c.duplicate_answers, sorted(c.group_ids())))
+    return log
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(program=st.lists(REQUEST, max_size=50))
+def test_compiled_and_source_coordinators_answer_identically(program):
+    loaded = run_coordinator("loaded", program)
+    assert loaded == run_coordinator("source", program)
+    assert loaded[-1][1] == []  # no internal error on either side
+
+
+def test_the_coordinator_program_reaches_every_delayed_operation():
+    """The comparison above covers what delayed.py compiles: each kind of operation expires."""
+    program = [
+        ("join", 0, "g", False, None, 200, 60),  # InitialDelayedJoin, then a DelayedSync
+        ("join", 1, "g", False, None, 200, 60),
+        ("advance", 51),
+        ("advance", 51),
+        ("sync", 0, "g", True),  # the other member never syncs: DelayedSync expires, a DelayedJoin
+        ("advance", 300),  # waits for members that never rejoin, and removes them
+        ("join", 2, "h", True, None, 30, 60),  # MEMBER_ID_REQUIRED: a pending member
+        ("advance", 300),
+        ("join", 3, "h", False, None, 30, 60),  # a member that stops heartbeating once stable
+        ("advance", 51),
+        ("advance", 51),
+        ("sync", 3, "h", True),
+        ("advance", 300),
+    ]
+    kinds = {e[1] for e in run_coordinator("loaded", program) if e[0] == "timer"}
+    assert kinds == {"initial_join", "sync", "join", "heartbeat", "pending_member"}, kinds
+    assert run_coordinator("loaded", program) == run_coordinator("source", program)
+
+
 def test_a_stale_or_missing_build_is_never_loaded(tmp_path, monkeypatch):
     """kgc.impl.native loads the extensions only when the stamp matches the sources."""
     monkeypatch.setattr(native, "NATIVE_DIR", tmp_path)
     assert native.native_path() is None  # nothing built
-    (tmp_path / native.STAMP).write_text('{"sources": {"timer.py": "0", "purgatory.py": "0"}}')
+    (tmp_path / native.STAMP).write_text('{"sources": {"timer.py": "0", "purgatory.py": "0", "delayed.py": "0"}}')
     assert native.native_path() is None  # built from other sources
     current = {n: native.source_digest(IMPL / n) for n in native.COMPILED_MODULES}
     import json
@@ -238,7 +370,7 @@ def test_the_compiled_modules_are_loaded_when_they_can_be():
     if not _compiler_available():
         assert not kgc.impl.COMPILED
         return
-    assert kgc.impl.COMPILED, "kgc.impl.timer/purgatory are not compiled: run python -m kgc.tools.build_native"
+    assert kgc.impl.COMPILED, "kgc.impl.timer/purgatory/delayed are not compiled: run python -m kgc.tools.build_native"
     out = subprocess.run(
         [sys.executable, "-c", "import kgc.impl; print(kgc.impl.COMPILED)"],
         env={**os.environ, "KGC_PURE": "1"},
@@ -285,6 +417,6 @@ def test_a_failed_build_says_why_in_one_line_and_keeps_the_current_build(tmp_pat
     )
     assert out.returncode == 1
     lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("build_native: could not compile kgc.impl.timer/purgatory")
+    assert len(lines) == 1 and lines[0].startswith("build_native: could not compile kgc.impl.timer/purgatory/delayed")
     after = sorted(p.name for p in native.NATIVE_DIR.iterdir()) if native.NATIVE_DIR.exists() else []
     assert after == before
