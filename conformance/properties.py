@@ -491,12 +491,21 @@ def StableRebalanceOnlyByTrigger(s: State, t: State, k: Constants) -> list[str]:
     the leader's (or a changed member's) JoinGroup, a member's LeaveGroup (its own, or an admin's
     by group.instance.id) or session expiry,
     DelayedSync expiry with current members that never synced."""
-    if not (_live(s) and s["gstate"] == "Stable" and _get(t, "gstate") == "PreparingRebalance"):
+    if not _stable_rebalance_started(s, t):
         return []
     la = _get(t, "lastAction")
     if _stable_rebalance_trigger(s, t, la):
         return []
-    return [f"Stable -> PreparingRebalance by {la['name']} (member {la['member']}), not one of Kafka's triggers"]
+    return [f"Stable -> {t['gstate']} by {la['name']} (member {la['member']}), not one of Kafka's triggers"]
+
+
+def _stable_rebalance_started(s: State, t: State) -> bool:
+    """The spec's StableRebalanceStarted: the step leaves a live Stable group preparing a
+    rebalance, or (prepared and completed at once, every member having rejoined) at the next
+    generation."""
+    if not (_live(s) and s["gstate"] == "Stable"):
+        return False
+    return _get(t, "gstate") == "PreparingRebalance" or (_live(t) and _get(t, "generation") != s["generation"])
 
 
 def NoCommitOutsideCurrentGeneration(s: State, t: State, k: Constants) -> list[str]:

@@ -1325,19 +1325,28 @@ DelayedSyncExpiry ==
 (* InitialDelayedJoin may first wait again (it does not check for Dead).   *)
 (* Static members are not removed (notYetRejoinedMembers.filterNot(_      *)
 (* .isStaticMember)), so their keys are not checked.                       *)
+(* Bug "stale_join_completes_live_group": the DelayedJoin completes the     *)
+(* group loaded since (looked up by group id, not the GroupMetadata it      *)
+(* holds): onCompleteJoin removes the reloaded members, none of which       *)
+(* rejoined, and forms the next generation -- a Stable group goes to Empty  *)
+(* (or CompletingRebalance) in one step, by a timer.                        *)
 StaleTimerExpiry ==
     /\ timers # <<>> /\ Head(timers).stale
     /\ LET t == Head(timers)
-           s == FireHead(Cur)
-           s1 == IF t.kind = "InitialJoin" /\ t.nma /\ t.remaining # 0
-                 THEN LET d == Smaller(InitialDelay, t.remaining) IN
-                      AddTimer(s, [Tmr("InitialJoin", NoMember, s.now + d, "none", NoGen, d,
-                                       Max0(t.remaining - t.delay))
-                                   EXCEPT !.stale = TRUE, !.olds = t.olds])
-                 ELSE IF t.kind \in {"Join", "InitialJoin"}
-                 THEN CheckMemberKeys(s, {m \in t.olds : s.minstance[m] = NoInstance}, FALSE)
-                 ELSE s
-       IN Commit(s1, TimerLA("StaleTimerExpiry", s1))
+           H(nl, jl) ==
+             LET s == FireHead(Cur) IN
+             IF t.kind = "InitialJoin" /\ t.nma /\ t.remaining # 0
+             THEN LET d == Smaller(InitialDelay, t.remaining) IN
+                  AddTimer(s, [Tmr("InitialJoin", NoMember, s.now + d, "none", NoGen, d,
+                                   Max0(t.remaining - t.delay))
+                               EXCEPT !.stale = TRUE, !.olds = t.olds])
+             ELSE IF t.kind = "Join" /\ Bug = "stale_join_completes_live_group" /\ s.loaded
+                     /\ s.gstate \in {"Stable", "CompletingRebalance"}
+             THEN OnCompleteJoin(s, jl)
+             ELSE IF t.kind \in {"Join", "InitialJoin"}
+             THEN CheckMemberKeys(s, {m \in t.olds : s.minstance[m] = NoInstance}, FALSE)
+             ELSE s
+       IN RunWithChoices(H, LAMBDA r : TimerLA("StaleTimerExpiry", r))
 
 AdvanceTime ==
     /\ timers # <<>>
@@ -1839,9 +1848,17 @@ OneSessionTimerPerMember ==
 (* (A static member's old id, replaced in Stable, stays in               *)
 (* pendingSyncMembers: Kafka's expiry then rebalances for it too.)          *)
 (* Heartbeat, SyncGroup, a pending member's LeaveGroup or expiry and the    *)
-(* group's own timers never rebalance a Stable group.                      *)
+(* group's own timers never rebalance a Stable group.  A rebalance may be  *)
+(* prepared and completed in one step (prepareRebalance's                  *)
+(* tryCompleteElseWatch completes at once when every member has already    *)
+(* rejoined): the step then ends in CompletingRebalance or Empty with the  *)
+(* next generation (initNextGeneration), which no other step from Stable   *)
+(* does, and is held to the same triggers.                                 *)
+StableRebalanceStarted ==
+    Live /\ gstate = "Stable" /\ (gstate' = "PreparingRebalance" \/ (Live' /\ generation' # generation))
+
 StableRebalanceOnlyByTrigger ==
-    [][(Live /\ gstate = "Stable" /\ gstate' = "PreparingRebalance") =>
+    [][StableRebalanceStarted =>
          LET la == lastAction' IN
          \/ la.name = "JoinGroupUnknownMember" /\ la.newMember \in members'
          \/ la.name = "JoinGroupPendingMember" /\ la.member \in pending /\ la.member \in members'

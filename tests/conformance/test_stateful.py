@@ -262,6 +262,25 @@ def test_action_properties():
     assert P.StableRebalanceOnlyByTrigger(s, t, K)
 
 
+def test_stable_rebalance_prepared_and_completed_in_one_step_is_held_to_the_triggers():
+    """A single member's leader rejoin in Stable prepares and completes the rebalance in one
+    step (Stable -> CompletingRebalance at the next generation): the leader's JoinGroup is a
+    trigger; the same step by a Heartbeat is none and must be reported."""
+    rec = RunRecorder(RANDOM_RUN_CONSTANTS)
+    rec.step("JoinGroupUnknownMember", "c1", False)
+    rec.tick(200)
+    rec.step("SyncGroupLeader", "c1")
+    rec.step("ClientRejoin", "c1")
+    rec.step("JoinGroupKnownMember", "c1", False)
+    s, t = rec.states[-2], rec.states[-1]
+    assert (s["gstate"], t["gstate"]) == ("Stable", "CompletingRebalance")
+    assert t["generation"] == s["generation"] + 1
+    assert not P.StableRebalanceOnlyByTrigger(s, t, K)
+    heartbeat = dict(t, lastAction=Record(dict(t["lastAction"], name="Heartbeat")))
+    bad = P.StableRebalanceOnlyByTrigger(s, heartbeat, K)
+    assert bad and "Stable -> CompletingRebalance by Heartbeat" in bad[0], bad
+
+
 def test_no_commit_outside_current_generation_reads_the_answer_member_and_generation():
     s = _stable_state()
     commit = Record(dict(s["lastAction"], name="HandleCommitOffsets", member=2, gen=s["generation"], resp="NONE"))

@@ -70,6 +70,7 @@ BUGS: dict[str, Expect] = {
     "bug_remove_without_join_callback": Expect("ParkedRequestAnsweredOnce", "invariant"),
     "bug_leave_keeps_session_timer": Expect("OneSessionTimerPerMember", "invariant"),
     "bug_pending_leave_rebalances": Expect("StableRebalanceOnlyByTrigger", "action"),
+    "bug_stale_join_completes_live_group": Expect("StableRebalanceOnlyByTrigger", "action"),
     "bug_commit_from_unknown_member_accepted": Expect("NoCommitOutsideCurrentGeneration", "action"),
     "bug_vote_ignores_candidates": Expect("SelectedProtocolSupportedByAllMembers", "invariant"),
     "bug_rebalance_timeout_waits_for_all": Expect("RebalanceCompletes", "temporal"),
@@ -265,3 +266,19 @@ def test_bug_model_violates_its_property(model: str, tmp_path: Path) -> None:
         assert LOOP_CHECKS[expect.prop](loop), f"the loop does not violate {expect.prop}: {loop}"
     assert trace_states(run), "a counterexample trace is printed"
     assert all("lastAction" in s for s in trace_states(run)), "every trace state records lastAction"
+
+
+def test_stable_rebalance_only_by_trigger_sees_a_rebalance_completed_in_one_step(tmp_path: Path) -> None:
+    """StableRebalanceStarted covers a step that leaves Stable for the next generation without
+    passing through PreparingRebalance (prepareRebalance completing at once). The seeded
+    stale_join_completes_live_group takes only such steps from Stable (a stale DelayedJoin
+    empties the reloaded group), so with the older definition (gstate' = PreparingRebalance
+    only) its model passed: 66,280 distinct states, exhausted. The counterexample must end in
+    that step, by the timer."""
+    run = run_tlc("bug_stale_join_completes_live_group", tmp_path)
+    assert run.exit_code == EXIT_LIVENESS_OR_ACTION, run.output[-4000:]
+    assert any("StableRebalanceOnlyByTrigger is violated" in t for t in run.texts(MSG_ACTION_PROPERTY))
+    before, after = trace_states(run)[-2:]
+    assert before["gstate"] == '"Stable"' and after["gstate"] in {'"Empty"', '"CompletingRebalance"'}, after
+    assert int(after["generation"]) == int(before["generation"]) + 1
+    assert 'name |-> "StaleTimerExpiry"' in after["lastAction"]
