@@ -57,13 +57,32 @@ GenTimeFreeView ==
       [i \in DOMAIN writes |-> [writes[i] EXCEPT !.gen = RelGen(@)]],
       staticMembers, minstance, storeStatic, loading, protocol, mprotocols>>
 
+(* GenTimeFreeView without the timers that can no longer do anything: a   *)
+(* stale DelayedHeartbeat, pending-member expiration or DelayedSync of an   *)
+(* unloaded group fires on its Dead GroupMetadata without effect           *)
+(* (StaleTimerExpiry changes only the clock), and a checkAndComplete of its *)
+(* key only removes it.  Before it fires it lets the clock move to its      *)
+(* deadline, which changes no relative deadline the view keeps; every other *)
+(* step acts alike with and without it, and no invariant reads it          *)
+(* (OneSessionTimerPerMember and EmptyIffNoMembers skip stale timers;      *)
+(* TimersOrdered holds for any subsequence).  A stale DelayedJoin or        *)
+(* InitialDelayedJoin still acts (its onCompleteJoin checks the old        *)
+(* members' heartbeat keys) and stays.  Used by the store models, where    *)
+(* two failovers leave many (spec/models/README.md).                       *)
+NoOpStale(t) == t.stale /\ t.kind \in {"Heartbeat", "Pending", "Sync"}
+ActingTimers == SelectSeq(timers, LAMBDA t : ~NoOpStale(t))
+ActingTimersView ==
+    [GenTimeFreeView EXCEPT ![1] = [i \in DOMAIN ActingTimers |->
+                                     [ActingTimers[i] EXCEPT !.deadline = @ - now,
+                                                              !.gen = RelGen(@)]]]
+
 ClientSymmetry == Permutations(Clients)
 
 (* ---- group store ---- *)
 (* A bound on the appends in flight (store models): each needs a leader's  *)
 (* SyncGroup or an emptied group, and a write that is never acknowledged   *)
 (* adds nothing a shorter queue does not show.                            *)
-MaxWrites == 2
+MaxWrites == 2     \* store.cfg and static_store.cfg set 1; store_deep.cfg keeps 2
 StoreBound == Len(writes) <= MaxWrites
 
 (* Two premises on a static rejoin's append in flight (an ACTION_CONSTRAINT; *)
