@@ -55,6 +55,17 @@ def _generation_monotonic(sig: Signature, pre: State, post: State, action: str, 
     return z3.Implies(z3.And(pre.owned, post.owned), post.generation >= pre.generation)
 
 
+#: The actions _trigger lets move a Stable group to PreparingRebalance (each under its condition).
+TRIGGER_ACTIONS: tuple[str, ...] = (
+    "JoinGroupUnknownMember",
+    "JoinGroupPendingMember",
+    "JoinGroupKnownMember",
+    "LeaveGroup",
+    "SessionTimeoutExpiry",
+    "DelayedSyncExpiry",
+)
+
+
 def _trigger(sig: Signature, pre: State, post: State, action: str, a: Args) -> z3.BoolRef:
     """Kafka 3.x's reasons to move a Stable group to PreparingRebalance, per handler (the spec's
     StableRebalanceOnlyByTrigger lists the same; the Z3 actions' names are the spec's):

@@ -33,20 +33,13 @@ from kgc.conformance.proofs.prove import (
     ProofReport,
     prove,
 )
-from kgc.conformance.proofs.step_properties import STEP_PROPERTIES, STEP_PROPERTIES_BY_NAME
+from kgc.conformance.proofs.step_properties import STEP_PROPERTIES, STEP_PROPERTIES_BY_NAME, TRIGGER_ACTIONS
 from kgc.conformance.proofs.transitions import ACTIONS, ACTIONS_BY_NAME, BUGS
 
 KGC = Path(sys.executable).with_name("kgc")
 
 # the actions that can move a group to PreparingRebalance (maybePrepareRebalance / prepareRebalance)
-REBALANCING = {
-    "JoinGroupUnknownMember",
-    "JoinGroupPendingMember",
-    "JoinGroupKnownMember",
-    "LeaveGroup",
-    "SessionTimeoutExpiry",
-    "DelayedSyncExpiry",
-}
+REBALANCING = set(TRIGGER_ACTIONS)
 
 # bug -> (actions that must fail, invariants that must fail under them)
 EXPECTED = {

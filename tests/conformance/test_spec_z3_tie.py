@@ -22,6 +22,7 @@ import pytest
 
 from kgc.conformance.mbt import simulate
 from kgc.conformance.proofs.abstraction import CLIENT_FIELDS, AbstractState, accepts, from_spec_state
+from kgc.conformance.proofs.step_properties import TRIGGER_ACTIONS
 from kgc.spec.itf import read_itf
 
 pytestmark = pytest.mark.slow
@@ -119,14 +120,7 @@ def test_a_spec_bug_is_no_step_of_the_correct_encoding(tmp_path) -> None:
 TWINS = {
     "leader_not_reassigned": ("LeaveGroup", "SessionTimeoutExpiry", "DelayedSyncExpiry"),
     "last_leave_no_rebalance": ("LeaveGroup", "SessionTimeoutExpiry"),
-    "rebalance_rollback": (
-        "JoinGroupUnknownMember",
-        "JoinGroupPendingMember",
-        "JoinGroupKnownMember",
-        "LeaveGroup",
-        "SessionTimeoutExpiry",
-        "DelayedSyncExpiry",
-    ),
+    "rebalance_rollback": TRIGGER_ACTIONS,  # every prepareRebalance, from CompletingRebalance
     "heartbeat_rebalances_stable": ("Heartbeat",),
     "pending_leave_rebalances": ("LeaveGroup",),
 }
