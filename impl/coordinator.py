@@ -3,9 +3,9 @@ Kafka 3.7-3.9), without offsets: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, th
 heartbeat purgatories, and loading / unloading a group as its offsets partition moves.
 
 Every handler has Kafka's shape: validate the request -> look the group up -> dispatch on the
-group's state. Delayed operations (`delayed.py`) only call back into this class
-(`try_complete_join`, `on_complete_join`, `on_expire_heartbeat`, ...), so the protocol lives in
-one file.
+group's state. Delayed operations (`delayed.py`) call back into this class for what they
+change (`on_complete_join`, `on_expire_heartbeat`, ...), so the protocol's changes live in one
+file; their tryComplete predicates, which only read the group, are theirs (compiled there).
 
 The coordinator never raises to its caller. An unexpected internal error answers the request
 UNKNOWN_SERVER_ERROR (if it has not been answered) and is recorded in `internal_errors`; every
@@ -851,13 +851,6 @@ class GroupCoordinator:
             )
         self.rebalance_purgatory.try_complete_else_watch(op, [GroupJoinKey(group.group_id)])
 
-    @_never_raise(default=False)
-    def try_complete_join(self, group: GroupMetadata, force_complete: Callable[[], bool]) -> bool:
-        """DelayedJoin.tryComplete: done once every member has rejoined and no id is pending."""
-        if group.has_all_members_joined:
-            return force_complete()
-        return False
-
     @_never_raise()
     def on_complete_initial_join(self, op: InitialDelayedJoin) -> None:
         """InitialDelayedJoin.onComplete: wait again if members arrived and time remains."""
@@ -953,19 +946,6 @@ class GroupCoordinator:
 
     def _maybe_complete_sync_expiration(self, group: GroupMetadata) -> None:
         self.rebalance_purgatory.check_and_complete(GroupSyncKey(group.group_id))
-
-    @_never_raise(default=False)
-    def try_complete_pending_sync(
-        self, group: GroupMetadata, generation_id: int, force_complete: Callable[[], bool]
-    ) -> bool:
-        """DelayedSync.tryComplete: done when every member synced or the generation moved on."""
-        if generation_id != group.generation_id:
-            return force_complete()
-        if group.state in (Dead, Empty, PreparingRebalance):
-            return force_complete()
-        if group.has_received_sync_from_all_members:
-            return force_complete()
-        return False
 
     @_never_raise()
     def on_expire_pending_sync(self, group: GroupMetadata, generation_id: int) -> None:
@@ -1235,21 +1215,6 @@ class GroupCoordinator:
 
     def _remove_heartbeat_for_leaving_member(self, group: GroupMetadata, member_id: str) -> None:
         self.heartbeat_purgatory.check_and_complete(MemberKey(group.group_id, member_id))
-
-    @_never_raise(default=False)
-    def try_complete_heartbeat(
-        self, group: GroupMetadata, member_id: str, is_pending: bool, force_complete: Callable[[], bool]
-    ) -> bool:
-        """DelayedHeartbeat.tryComplete."""
-        if group.is_(Dead):
-            return force_complete()
-        if is_pending:
-            # a pending member's expiration is over once it has joined
-            return force_complete() if group.has(member_id) else False
-        member = group.members.get(member_id)
-        if member is None or member.has_satisfied_heartbeat:
-            return force_complete()
-        return False
 
     @_never_raise()
     def on_expire_heartbeat(self, group: GroupMetadata, member_id: str, is_pending: bool) -> None:

@@ -1,14 +1,21 @@
 """The coordinator's delayed operations (DelayedJoin.scala, DelayedHeartbeat.scala,
 DelayedSync.scala, Kafka 3.7-3.9) and the keys they are watched under.
 
-Each operation only calls back into the coordinator, so the protocol logic stays in
-`coordinator.py`. Each holds the GroupMetadata object it was created for, not the group id: after
-an unload and a load the old operations act on the old (Dead) object and do nothing, as in Kafka.
+The operations' tryComplete predicates (GroupCoordinator.tryCompleteJoin, tryCompleteHeartbeat,
+tryCompletePendingSync) are methods here rather than coordinator methods the operation calls:
+they run on every request that checks a key (three per heartbeat), and compiled (kgc.impl.native)
+they are no Python frames of their own. Like the coordinator's entry points they never raise: an
+error is recorded (GroupCoordinator.internal_errors) and the operation stays pending. onComplete
+and onExpiration call back into the coordinator, where the protocol's changes are made. Each
+operation holds the GroupMetadata object it was created for, not the group id: after an unload
+and a load the old operations act on the old (Dead) object and do nothing, as in Kafka.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from kgc.impl.group import GroupState
 
 # The watch keys live beside the purgatory; re-exported here, where the operations are.
 from kgc.impl.purgatory import DelayedOperation, GroupJoinKey, GroupSyncKey, MemberKey
@@ -26,6 +33,10 @@ __all__ = [
 if TYPE_CHECKING:
     from kgc.impl.coordinator import GroupCoordinator
     from kgc.impl.group import GroupMetadata
+
+Dead = GroupState.Dead
+# The states in which a DelayedSync has nothing left to wait for.
+_SYNC_OVER = (GroupState.Dead, GroupState.Empty, GroupState.PreparingRebalance)
 
 
 def _non_negative(delay_ms: int) -> int:
@@ -74,7 +85,13 @@ class DelayedJoin(_CoordinatorOperation):
         return "join"
 
     def try_complete(self) -> bool:
-        return self.coordinator.try_complete_join(self.group, self.force_complete)
+        """GroupCoordinator.tryCompleteJoin: done once every member has rejoined and no id is
+        pending."""
+        try:
+            return self.force_complete() if self.group.has_all_members_joined else False
+        except Exception:
+            self.coordinator._record_internal_error("try_complete_join")
+            return False
 
     def on_complete(self) -> None:
         self.coordinator.on_complete_join(self.group)
@@ -138,7 +155,22 @@ class DelayedHeartbeat(_CoordinatorOperation):
         return self.member_id
 
     def try_complete(self) -> bool:
-        return self.coordinator.try_complete_heartbeat(self.group, self.member_id, self.is_pending, self.force_complete)
+        """GroupCoordinator.tryCompleteHeartbeat. Three run per heartbeat (one on the old
+        operation, two in tryCompleteElseWatch)."""
+        group = self.group
+        try:
+            if group.is_(Dead):
+                return self.force_complete()
+            if self.is_pending:
+                # a pending member's expiration is over once it has joined
+                return self.force_complete() if group.has(self.member_id) else False
+            member = group.members.get(self.member_id)
+            if member is None or member.has_satisfied_heartbeat:
+                return self.force_complete()
+            return False
+        except Exception:
+            self.coordinator._record_internal_error("try_complete_heartbeat")
+            return False
 
     def on_complete(self) -> None:
         pass
@@ -164,7 +196,20 @@ class DelayedSync(_CoordinatorOperation):
         self.generation_id = generation_id
 
     def try_complete(self) -> bool:
-        return self.coordinator.try_complete_pending_sync(self.group, self.generation_id, self.force_complete)
+        """GroupCoordinator.tryCompletePendingSync: done when every member synced or the
+        generation moved on."""
+        group = self.group
+        try:
+            if self.generation_id != group.generation_id:
+                return self.force_complete()
+            if group.state in _SYNC_OVER:
+                return self.force_complete()
+            if group.has_received_sync_from_all_members:
+                return self.force_complete()
+            return False
+        except Exception:
+            self.coordinator._record_internal_error("try_complete_pending_sync")
+            return False
 
     def on_complete(self) -> None:
         pass

@@ -420,3 +420,47 @@ def test_a_failed_build_says_why_in_one_line_and_keeps_the_current_build(tmp_pat
     assert len(lines) == 1 and lines[0].startswith("build_native: could not compile kgc.impl.timer/purgatory/delayed")
     after = sorted(p.name for p in native.NATIVE_DIR.iterdir()) if native.NATIVE_DIR.exists() else []
     assert after == before
+
+
+@pytest.mark.parametrize("side", list(COORDINATORS))
+@pytest.mark.parametrize(
+    ("owner", "attribute", "where"),
+    [
+        ("MemberMetadata", "has_satisfied_heartbeat", "try_complete_heartbeat"),
+        ("GroupMetadata", "has_all_members_joined", "try_complete_join"),
+    ],
+)
+def test_a_try_complete_that_raises_is_recorded_and_leaves_the_operation_pending(
+    side: str, owner: str, attribute: str, where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tryComplete predicates live in delayed.py (compiled): an error in one is recorded
+    under Kafka's name with its traceback, as the coordinator's never-raise wrapper did, and
+    the request is still answered."""
+    import kgc.impl.group
+
+    def boom(self: object) -> bool:
+        raise RuntimeError("broken predicate")
+
+    timer_mod, coordinator_mod = COORDINATORS[side]
+    clock = VirtualClock()
+    timer = timer_mod.SystemTimer(clock)
+    config = coordinator_mod.GroupConfig(min_session_timeout_ms=10, initial_rebalance_delay_ms=0)
+    c = coordinator_mod.GroupCoordinator(config, clock, timer, InMemoryGroupStore())
+    answers: list = []
+    join = ("g", None, False, "c", "h", 100, 1_000, "consumer", [("range", "")], answers.append)
+    c.handle_join_group(join[0], "", *join[1:])
+    timer.advance_to(clock.now_ms() + 1)
+    member_id, generation = answers[0].member_id, answers[0].generation_id
+    c.handle_sync_group("g", generation, member_id, None, None, None, {member_id: "a"}, answers.append)
+    assert [a.error.name for a in answers] == ["NONE", "NONE"] and c.internal_errors == []
+    monkeypatch.setattr(getattr(kgc.impl.group, owner), attribute, property(boom))
+    if where == "try_complete_heartbeat":
+        c.handle_heartbeat("g", member_id, None, generation, answers.append)
+    else:
+        c.handle_join_group(join[0], member_id, *join[1:])  # a rejoin: a DelayedJoin is tried
+    assert c.internal_errors, "the broken predicate was never called"
+    first = c.internal_errors[0]
+    assert first.startswith(f"{where}: Traceback") and "broken predicate" in first, first
+    monkeypatch.undo()
+    timer.advance_to(clock.now_ms() + 2_000)  # the pending operation expires: the request is answered
+    assert len(answers) == 3, answers
