@@ -344,6 +344,7 @@ def test_the_coordinator_program_reaches_every_delayed_operation():
 def test_a_stale_or_missing_build_is_never_loaded(tmp_path, monkeypatch):
     """kgc.impl.native loads the extensions only when the stamp matches the sources."""
     monkeypatch.setattr(native, "NATIVE_DIR", tmp_path)
+    monkeypatch.delenv("KGC_PURE", raising=False)  # this test sets it itself, below
     assert native.native_path() is None  # nothing built
     (tmp_path / native.STAMP).write_text('{"sources": {"timer.py": "0", "purgatory.py": "0", "delayed.py": "0"}}')
     assert native.native_path() is None  # built from other sources
