@@ -589,7 +589,12 @@ def _follow(
                     n, describe_action(la), "(internal error)", "none", faults[0], tuple(res.requests)
                 )
                 return outcome
-            impl = abstraction.state if recorder is not None else abstraction.update(name)
+            # apply_action's observe was the step's last change to the world (when it ran)
+            impl = (
+                abstraction.state
+                if recorder is not None
+                else abstraction.update(name, world.observed_step == world.step)
+            )
             # a variable the step left as it was (the same object) equals the spec's value
             # before the step, already compared: skip it when the spec's value is that same
             # parsed object too (one value memo per TLC run shares unchanged values)

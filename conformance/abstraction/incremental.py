@@ -87,10 +87,11 @@ class IncrementalAbstraction:
         w = self.world
         return (w._tokens, w.clock.now_ms(), w.offset_ms, w.failovers, len(w.ids))
 
-    def update(self, action: str | None = None) -> dict[str, TlaValue]:
+    def update(self, action: str | None = None, observed: bool = False) -> dict[str, TlaValue]:
         """The abstract state after a step of spec action `action` (None: unknown, recompute
-        the coordinator variables). Returns `state`, read-only: the previous dict itself when
-        nothing changed, else a new one sharing the unchanged values."""
+        the coordinator variables). `observed`: nothing changed since the world's last
+        observe (coordinator_variables). Returns `state`, read-only: the previous dict itself
+        when nothing changed, else a new one sharing the unchanged values."""
         w = self.world
         if self.rebuild:
             self.state, self.changed = abstract_state(w, self.history), frozenset(SPEC_VARIABLES)
@@ -110,7 +111,7 @@ class IncrementalAbstraction:
         state = dict(old)  # in SPEC_VARIABLES order; the values replaced below keep it
         if not reuse:
             previous = self._coordinator
-            coordinator = self._recompute_coordinator()
+            coordinator = self._recompute_coordinator(observed)
             changed.update(n for n, v in coordinator.items() if previous.get(n) is not v)
             state.update(coordinator)
         self._gen_key = gen_key
@@ -138,8 +139,8 @@ class IncrementalAbstraction:
         self.changed = frozenset(SPEC_VARIABLES)
         return self.state
 
-    def _recompute_coordinator(self) -> dict[str, TlaValue]:
-        coordinator = coordinator_variables(self.world, self.history, self._timers)
+    def _recompute_coordinator(self, observed: bool = False) -> dict[str, TlaValue]:
+        coordinator = coordinator_variables(self.world, self.history, self._timers, observed)
         self._coordinator, self._coordinator_key = coordinator, self._counters()
         self.full_updates += 1
         return dict(coordinator)

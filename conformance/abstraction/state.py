@@ -156,14 +156,13 @@ def _instance_value(instance: tuple[str, ...]) -> frozenset[ModelValue]:
     return frozenset(ModelValue(c) for c in instance)
 
 
-def _static_variables(world: World, history: bool) -> dict[str, TlaValue]:
+def _static_variables(world: World, history: bool, fresh: bool = False) -> dict[str, TlaValue]:
     """staticMembers, minstance and storeStatic. GroupMetadata.staticMembers of the loaded
     group (every instance unmapped while the group is not loaded, as GroupUnload leaves it);
     minstance: the group.instance.id every member id handed out was given, which the spec
     keeps after the member is gone (world.member_instances); storeStatic: the instance ids of
     the stored group's members, kept as `store` is (only when MaxFailovers > 0)."""
     k = world.k
-    by_id = {instance_id(i): i for i in k.instances}
     group = world.group
     live = group.static_members if group is not None else {}
     stored: dict[str, str] = {}
@@ -179,16 +178,38 @@ def _static_variables(world: World, history: bool) -> dict[str, TlaValue]:
             for i in k.instances
         )
 
+    return {
+        "staticMembers": per_instance(live),
+        "minstance": _per_id(world, "minstance", len(world.member_instances), _member_instances, fresh),
+        "storeStatic": per_instance(stored),
+    }
+
+
+def _member_instances(world: World) -> tuple[frozenset[ModelValue], ...]:
+    """minstance: the instance every spec member id was handed out with ({}: none)."""
+    by_id = {instance_id(i): i for i in world.k.instances}
     minstance = []
-    for spec_id in range(1, k.num_ids + 1):
+    for spec_id in range(1, world.k.num_ids + 1):
         member = world.ids.impl_or_none(spec_id)
         given = world.member_instances.get(member) if member is not None else None
         minstance.append(_instance_value(by_id[given]) if given in by_id else frozenset())
-    return {
-        "staticMembers": per_instance(live),
-        "minstance": tuple(minstance),
-        "storeStatic": per_instance(stored),
-    }
+    return tuple(minstance)
+
+
+def _per_id(world: World, name: str, version: int, compute: Callable[[World], Any], fresh: bool = False) -> Any:
+    """A function on 1..NumIds of the world's per-member-id history (minstance, mtimeouts,
+    mprotocols), kept in world.per_id_memo while the ids handed out and that history's
+    `version` stay: they change on few steps, and rebuilding them was ~15 % of recomputing
+    the coordinator variables. The previous object itself is returned, so that conform
+    skips comparing it again. `fresh`: computed anew (the full abstract_state, which the
+    incremental one is checked against)."""
+    key = (len(world.ids), version)
+    hit = world.per_id_memo.get(name)
+    if hit is not None and hit[0] == key and not fresh:
+        return hit[1]
+    value = compute(world)
+    world.per_id_memo[name] = (key, value)
+    return value
 
 
 def _closure_var(callback: Any, name: str) -> Any:
@@ -328,20 +349,31 @@ def timer_records(world: World, ops: list[Any]) -> tuple[Record, ...]:
 
 
 def coordinator_variables(
-    world: World, history: bool, timers: Callable[[World, list[Any]], tuple[Record, ...]] = timer_records
+    world: World,
+    history: bool,
+    timers: Callable[[World, list[Any]], tuple[Record, ...]] = timer_records,
+    observed: bool = False,
+    fresh: bool = False,
 ) -> dict[str, TlaValue]:
     """Every spec variable read from the coordinator, its clock and timer and the driver's
     ghost history: all but the client variables (CLIENT_VARIABLES) and lastAction.
-    Registers new member ids first (world.observe), as the client variables need them.
-    `timers` computes the timer records (the incremental abstraction passes a memo of them)."""
-    ops = world.observe()
+    Registers new member ids first (world.observe), as the client variables need them;
+    `observed`: the caller knows nothing changed since the last observe (conform, right
+    after apply_action's own), so world.ops is current. `timers` computes the timer
+    records (the incremental abstraction passes a memo of them); `fresh`: the per-id
+    variables too are computed anew (_per_id)."""
+    ops = world.ops if observed else world.observe()
     ids = world.ids
     group = world.group
     if group is not None:
         members = list(group.members.values())
+        timeouts, protocols = world.member_timeouts, world.member_protocols
         for m in members:
-            world.member_timeouts[m.member_id] = (m.session_timeout_ms, m.rebalance_timeout_ms)
-            world.member_protocols[m.member_id] = tuple(name for name, _ in m.protocols)
+            seen = (m.session_timeout_ms, m.rebalance_timeout_ms)
+            names = tuple(name for name, _ in m.protocols)
+            if timeouts.get(m.member_id) != seen or protocols.get(m.member_id) != names:
+                timeouts[m.member_id], protocols[m.member_id] = seen, names
+                world.per_member_version += 1
         gen = group.generation_id
         leaders = frozenset(ids.spec(m) for g, g_gen, m in world.self_leaders if g is group and g_gen == gen)
         settled = group.state in (GroupState.CompletingRebalance, GroupState.Stable)
@@ -387,16 +419,16 @@ def coordinator_variables(
         "timers": timers(world, ops),
         "loaded": world.coordinator.is_coordinator_for(GROUP_ID),
         **live,
-        "mtimeouts": _member_timeouts(world),
+        "mtimeouts": _per_id(world, "mtimeouts", world.per_member_version, _member_timeouts, fresh),
         "nextId": len(ids) + 1,
         "store": _store(world, history),
         "failovers": world.failovers,
         "leaderLog": leader_log(world) if history else frozenset(),
         "writes": writes_of(world),
-        **_static_variables(world, history),
+        **_static_variables(world, history, fresh),
         "loading": world.coordinator.is_loading(GROUP_ID),
         "protocol": (group.protocol_name or "") if group is not None else "",
-        "mprotocols": _member_protocols(world),
+        "mprotocols": _per_id(world, "mprotocols", world.per_member_version, _member_protocols, fresh),
         "ackLog": acknowledged_log(world) if history else frozenset(),
     }
 
@@ -405,7 +437,7 @@ def abstract_state(world: World, failover_history: bool | None = None) -> dict[s
     """The spec variables (all but lastAction) of the implementation's current state, each
     computed in full (the reference the incremental abstraction, incremental.py, is checked
     against). `failover_history`: see history_kept."""
-    state = coordinator_variables(world, history_kept(world, failover_history))
+    state = coordinator_variables(world, history_kept(world, failover_history), fresh=True)
     for name in CLIENT_VARIABLES:
         state[name] = client_variable(world, name)
     return {name: state[name] for name in SPEC_VARIABLES}

@@ -178,6 +178,11 @@ class World:
         # group.instance.id of every member id seen with one: the spec's minstance keeps it
         # after the member is gone (replaced, removed or unloaded), GroupMetadata does not
         self.member_instances: dict[str, str] = {}
+        # bumped whenever member_timeouts or member_protocols change: mtimeouts and mprotocols
+        # (functions of these, of the ids handed out and of nothing else) are kept in
+        # per_id_memo under (variable, len(ids), this version) and rebuilt only when it moves
+        self.per_member_version = 0
+        self.per_id_memo: dict[str, tuple[Any, Any]] = {}
         # static member ids replaced in Stable -> their new ids: the plan a leader handed out
         # names the old id, which the spec relabels (ReplaceStaticMember)
         self.renamed: dict[str, str] = {}
@@ -195,6 +200,7 @@ class World:
         # (a replaced static member's new DelayedHeartbeat); kept out of that batch's re-sort
         self.made_alone: dict[int, Any] = {}
         self.ops: list[Any] = []  # the live ops as of the last observe()
+        self.observed_step = -1  # `step` at the last observe()
         self._tokens = 0
         self._step_token = 0
         self.step_response: Any = None  # the requester's own response, if it came in-step
@@ -365,6 +371,7 @@ class World:
             if member:
                 self.ids.spec(member)
         self.ops = ops
+        self.observed_step = self.step
         return ops
 
     def snapshot_unload(self) -> None:
