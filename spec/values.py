@@ -30,8 +30,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Hashable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, ClassVar, TypeAlias
 
 __all__ = [
     "ModelValue",
@@ -58,11 +57,48 @@ class ValueParseError(ValueError):
         self.pos = pos
 
 
-@dataclass(frozen=True, order=True)
 class ModelValue:
-    """A TLC model value: equal only to itself, so it cannot be confused with a string."""
+    """A TLC model value: equal only to itself, so it cannot be confused with a string.
 
+    Interned: ModelValue(name) is one object per name, so equality and hashing are the
+    object's own (identity, at C speed) and a model value equals another of the same name
+    because it is that object. conform hashes and compares the clients' model values
+    several times a step (every client variable is a function of them); as a frozen
+    dataclass, each hash and each construction was a Python call. Immutable; a copy or an
+    unpickled one (a Spark worker's) is the interned object again."""
+
+    __slots__ = ("name",)
     name: str
+    _interned: ClassVar[dict[str, ModelValue]] = {}
+
+    def __new__(cls, name: str) -> ModelValue:
+        got = ModelValue._interned.get(name)
+        if got is None:
+            got = object.__new__(cls)
+            object.__setattr__(got, "name", name)
+            got = ModelValue._interned.setdefault(name, got)
+        return got
+
+    def __setattr__(self, key: str, value: object) -> None:
+        raise AttributeError(f"ModelValue is immutable: cannot set {key}")
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        return ModelValue, (self.name,)
+
+    def __lt__(self, other: object) -> bool:
+        return self.name < other.name if isinstance(other, ModelValue) else NotImplemented
+
+    def __le__(self, other: object) -> bool:
+        return self.name <= other.name if isinstance(other, ModelValue) else NotImplemented
+
+    def __gt__(self, other: object) -> bool:
+        return self.name > other.name if isinstance(other, ModelValue) else NotImplemented
+
+    def __ge__(self, other: object) -> bool:
+        return self.name >= other.name if isinstance(other, ModelValue) else NotImplemented
+
+    def __repr__(self) -> str:
+        return f"ModelValue(name={self.name!r})"
 
     def __str__(self) -> str:
         return self.name
