@@ -447,6 +447,7 @@ class _Request:
     assignment: dict[str, str] | None = None
     instance: str | None = None
     replaced: str | None = None  # static-replace: the member id the instance mapped to
+    leader: str | None = None  # static-replace: the group's leader when it arrived
     returned: bool = False  # the handler's call is over
     answered: bool = False
 
@@ -606,6 +607,7 @@ class ResponseOracle:
         )
         if who == "static-replace" and instance is not None:
             req.replaced = c._groups[group_id].current_static_member_id(instance)
+            req.leader = c._groups[group_id].leader_id
         if kind == "sync" and where == "CompletingRebalance" and who == "leader" and generation is not None:
             group = c._groups[group_id]
             filled = {m: "" for m in group.members}
@@ -688,8 +690,21 @@ class ResponseOracle:
             del self._parked_joins[req.member]
         if req.who == "static-replace" and req.where == "Stable" and req.returned and name in _STORE_ERRORS:
             self._reverts.append(req)
+            self._check_revert_leader(req, result)
         if req.kind == "sync" and isinstance(result, SyncGroupResult) and name == "NONE":
             self._check_sync_assignment(req, result)
+
+    def _check_revert_leader(self, req: _Request, result: Any) -> None:
+        """updateStaticMemberAndRebalance's answer to a failed store names the leader as it was
+        before the replacement (leaderId = currentLeader), so a leader that was replaced learns
+        it still leads under its old id."""
+        leader = getattr(result, "leader_id", None)
+        if leader != (req.leader or ""):
+            self._find(
+                "ResponseAllowed",
+                f"{req.text()} answered {_error_name(result)} with leader {leader!r}; Kafka "
+                f"(updateStaticMemberAndRebalance: leaderId = currentLeader) names {req.leader or ''!r}",
+            )
 
     def _check_leave(self, req: _Request, result: LeaveGroupResult) -> None:
         name = result.error.name

@@ -17,6 +17,12 @@ checker can test after every step, given the clock (`now`, in spec units):
 - ParkedRequestAnswered: a consumer's parked JoinGroup is answered within the rebalance timeout
   plus the initial delay, a parked SyncGroup within the rebalance timeout (the deadlines of the
   operations that hold them).
+- InitialDelayedJoinOnTime: a rebalance that began in Empty (InitialDelayedJoin) ends exactly
+  when Kafka's ends it: after group.initial.rebalance.delay.ms, extended by the delay (at most
+  the rebalance timeout less the delay in all) while new members keep joining a generation-0
+  group (addMemberAndRebalance's newMemberAdded, which stays set on the GroupMetadata until an
+  extension clears it; InitialDelayedJoin.onComplete). Never earlier (tryComplete is false), and
+  not later unless a static member can postpone it (onCompleteJoin with no member rejoined).
 
 A group-metadata append in flight (the spec's `writes`, an asynchronous store) holds
 CompletingRebalance and the parked SyncGroups until its callback (doSyncGroup's storeGroup);
@@ -37,7 +43,13 @@ from typing import Any
 
 __all__ = ["LIVENESS_PROPERTIES", "Deadlines", "TimedLiveness"]
 
-LIVENESS_PROPERTIES = ("RebalanceCompletes", "SyncCompletes", "SilentMemberRemoved", "ParkedRequestAnswered")
+LIVENESS_PROPERTIES = (
+    "RebalanceCompletes",
+    "SyncCompletes",
+    "SilentMemberRemoved",
+    "ParkedRequestAnswered",
+    "InitialDelayedJoinOnTime",
+)
 
 
 @dataclass(frozen=True)
@@ -63,6 +75,7 @@ class TimedLiveness:
     _phase_since: int = 0
     _heard: dict[int, int] = field(default_factory=dict)  # member id -> when last heard
     _waits: dict[Any, tuple[str, int]] = field(default_factory=dict)  # client -> (phase, since)
+    _initial: InitialDelayClock = field(default_factory=lambda: InitialDelayClock())
 
     def observe(self, s: Mapping[str, Any]) -> dict[str, list[str]]:
         """Violations by property name in state `s` (given after every earlier state)."""
@@ -97,6 +110,9 @@ class TimedLiveness:
         parked = self._parked(s, now, stored)
         if parked:
             out["ParkedRequestAnswered"] = parked
+        early_or_late = self._initial.observe(s, d)
+        if early_or_late:
+            out["InitialDelayedJoinOnTime"] = early_or_late
         return out
 
     def _silent(self, s: Mapping[str, Any], now: int, changed: bool) -> list[str]:
@@ -149,6 +165,71 @@ class TimedLiveness:
                 kind = "JoinGroup" if ph == "JoinWait" else "SyncGroup"
                 bad.append(f"client {c}'s {kind} parked since {was[1]}, now {now} (bound {bound})")
         return bad
+
+
+@dataclass
+class InitialDelayClock:
+    """Kafka's InitialDelayedJoin replayed from the states: when it must end the rebalance.
+
+    Fed every state; keeps the group's newMemberAdded flag as Kafka keeps it (set when a member
+    is added to a generation-0 group in PreparingRebalance, cleared by an extension, new with
+    each GroupMetadata: a (re)load or a group created again) and, while a rebalance begun in
+    Empty is under way, the end of its current delay and the time left to extend it."""
+
+    _prev: Mapping[str, Any] | None = None
+    _flag: bool = False
+    _window: tuple[int, int, int] | None = None  # (ends at, its delay, remaining) as InitialDelayedJoin's
+    _done_at: int | None = None  # when Kafka completes the join (the window that did not extend)
+
+    def observe(self, s: Mapping[str, Any], d: Deadlines) -> list[str]:
+        prev, self._prev = self._prev, s
+        if "members" not in s or "generation" not in s:
+            return []
+        now, gstate = int(s["now"]), s["gstate"]
+        if prev is None or not s.get("loaded", True) or gstate == "Dead" or not prev.get("loaded", True):
+            self._flag, self._window, self._done_at = False, None, None
+            return []
+        before, after = set(prev["members"]), set(s["members"])
+        if prev["gstate"] == "PreparingRebalance" and prev["generation"] == 0 and len(after) > len(before):
+            self._flag = True  # addMemberAndRebalance: newMemberAdded
+        if prev["gstate"] in ("Empty", "Dead") and gstate == "PreparingRebalance":
+            # from Empty, or from no group: getOrMaybeCreateGroup makes it Empty first
+            rebalance = max((_rebalance_timeout(s, m) for m in after), default=d.rebalance)
+            # prepareRebalance from Empty: InitialDelayedJoin(delay, delay, max(rebalance - delay, 0))
+            self._window, self._done_at = (
+                (now + d.initial_delay, d.initial_delay, max(rebalance - d.initial_delay, 0)),
+                None,
+            )
+        while self._window is not None and self._window[0] <= now:
+            ends, delay, remaining = self._window
+            if self._flag and remaining != 0:
+                # InitialDelayedJoin.onComplete: another delay, shorter if little remains
+                self._flag = False
+                longer = min(d.initial_delay, remaining)
+                self._window = (ends + longer, longer, max(remaining - delay, 0))
+            else:
+                self._window, self._done_at = None, ends
+        if prev["gstate"] == "PreparingRebalance" and gstate in ("CompletingRebalance", "Empty"):
+            window, expected, self._window, self._done_at = self._window, self._done_at, None, None
+            if window is not None:
+                return [
+                    f"the initial rebalance ended at {now}, before Kafka's InitialDelayedJoin expires ({window[0]})"
+                ]
+            if expected is not None and now != expected:
+                return [f"the initial rebalance ended at {now}; Kafka's InitialDelayedJoin ends it at {expected}"]
+        if gstate == "PreparingRebalance" and self._done_at is not None and self._done_at < now:
+            if not _has_static_member(s):
+                done, self._done_at = self._done_at, None
+                return [
+                    f"the initial rebalance still under way at {now}; Kafka's InitialDelayedJoin ended it at {done}"
+                ]
+        return []
+
+
+def _rebalance_timeout(s: Mapping[str, Any], member: int) -> int:
+    """The member's rebalance timeout in units (the spec's mtimeouts: member -> (session, rebalance))."""
+    timeouts = s.get("mtimeouts", ())
+    return int(timeouts[member - 1][1]) if 1 <= member <= len(timeouts) else 0
 
 
 def _instance_of(minstance: Any, member: int) -> bool:

@@ -477,3 +477,19 @@ def test_a_member_that_left_is_gone(cls: type[GroupCoordinator], expect: str | N
     rec.step("LeaveGroup", "c2")
     found = _findings(rec, oracle)
     assert (expect in found) if expect else found == {}, found
+
+
+def test_a_failed_static_replacement_is_answered_with_the_leader_it_found() -> None:
+    """updateStaticMemberAndRebalance answers a failed store with leaderId = currentLeader (the
+    leader before the replacement): NO_LEADER there is a finding, the old leader is not."""
+    from kgc.conformance.responses import _Request
+    from kgc.impl.coordinator import JoinGroupResult
+
+    def answer(leader: str) -> dict[str, list[str]]:
+        oracle = ResponseOracle(group_id=GROUP_ID)
+        req = _Request(1, "join", "m-new", "Stable", "static-replace", instance="i1", leader="m-lead", returned=True)
+        oracle.answered(req, JoinGroupResult([], "", 1, "consumer", "range", leader, Errors.COORDINATOR_NOT_AVAILABLE))
+        return oracle.take()
+
+    assert answer("m-lead") == {}
+    assert "currentLeader" in answer("")["ResponseAllowed"][0]

@@ -121,3 +121,35 @@ def test_the_real_coordinator_keeps_every_deadline(seed: int) -> None:
     checker = TimedLiveness(Deadlines.of(RANDOM_RUN_CONSTANTS))
     for n, s in enumerate(trace.states):
         assert checker.observe(s) == {}, (n, trace.origins[n])
+
+
+def _initial(now: int, gstate: str, members: set[int], generation: int = 0) -> dict[str, Any]:
+    return _state(now, gstate, generation=generation, members=frozenset(members), mtimeouts=((4, 2),) * 4)
+
+
+def test_the_initial_rebalance_ends_when_kafkas_initial_delayed_join_does() -> None:
+    """Delay 1, rebalance 2: alone the first member's rebalance ends at 1; a second member
+    joining the generation-0 group extends it once (newMemberAdded), to 2, and no further."""
+    alone = [_state(0, "Empty", generation=0), _initial(0, "PreparingRebalance", {1})]
+    assert _run(alone + [_initial(1, "CompletingRebalance", {1}, 1)]) == {}
+    assert "InitialDelayedJoinOnTime" in _run(
+        alone + [_initial(1, "PreparingRebalance", {1}), _initial(2, "PreparingRebalance", {1})]
+    )
+    two = alone + [_initial(0, "PreparingRebalance", {1, 2})]
+    assert _run(two + [_initial(1, "PreparingRebalance", {1, 2}), _initial(2, "CompletingRebalance", {1, 2}, 1)]) == {}
+    early = _run(two + [_initial(1, "CompletingRebalance", {1, 2}, 1)])
+    assert "before Kafka's InitialDelayedJoin expires" in early["InitialDelayedJoinOnTime"][0]
+    # from no group at all (getOrMaybeCreateGroup), and a member joining a later generation's
+    # rebalance from Empty does not extend it (addMemberAndRebalance: generationId == 0 only)
+    created = [
+        _state(0, "Dead", generation=0),
+        _initial(0, "PreparingRebalance", {1}),
+        _initial(0, "PreparingRebalance", {1, 2}),
+    ]
+    assert "InitialDelayedJoinOnTime" in _run(created + [_initial(1, "CompletingRebalance", {1, 2}, 1)])
+    later = [
+        _state(0, "Empty", generation=3),
+        _initial(0, "PreparingRebalance", {1}, 3),
+        _initial(0, "PreparingRebalance", {1, 2}, 3),
+    ]
+    assert _run(later + [_initial(1, "CompletingRebalance", {1, 2}, 4)]) == {}
