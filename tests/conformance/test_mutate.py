@@ -65,7 +65,7 @@ def test_a_known_bad_mutant_is_killed_by_replay(tmp_path: Path) -> None:
 # examples move with them), together 14/20 (before: 14, 10, 14 on 1ddc7ca's draw, 14, 12, 14 on
 # 95b5b9d's); again 14, 12, 14 with InitialDelayedJoinOnTime and the failed static replacement's
 # leader check in the machine (those kill mutants of the seed-60 sample, none of this one's
-# survivors). Then fc94b75 (delayed.py compiled, timer_kind a property) moved delayed.py's sites and
+# survivors). Then fc94b75 and 39a1531 (delayed.py compiled, predicates moved in coordinator.py) moved the sites and
 # so the draw: on 7760a6c the new 20 score replay 16, fuzz 13, together 17 (load ~16; the three no
 # detector kills are equivalent: coordinator:191, 290, 1462). The floor is one mutant below. The draw follows the source: an edit to impl/
 # changes the sample, so re-measure then (kgc mutate --sample 20 --seed 20 --detectors replay,fuzz).
