@@ -76,6 +76,27 @@ ActingTimersView ==
                                      [ActingTimers[i] EXCEPT !.deadline = @ - now,
                                                               !.gen = RelGen(@)]]]
 
+(* ActingTimersView, and once the last failover's load is done the store  *)
+(* is forgotten: GroupLoad, the only step that reads `store`, cannot come   *)
+(* again (no unload is left), so the record, the stored static mapping and  *)
+(* what a stale append would write are history; generations older than the *)
+(* group's are one value (it only grows from here).  For models that check  *)
+(* no property reading the store (MemberIdSurvivesReload does): `store`.    *)
+FinalLoad == failovers = MaxFailovers /\ loaded
+FinalRelGen(g) == IF g = NoGen THEN NoGen - 1000 ELSE IF g < generation THEN NoGen - 999 ELSE g - generation
+ForgetStore(w) == IF w.stale THEN [kind |-> w.kind, stale |-> TRUE]
+                  ELSE [kind |-> w.kind, stale |-> FALSE, gen |-> FinalRelGen(w.gen), plan |-> w.plan]
+StoreForgottenView ==
+    IF ~FinalLoad THEN ActingTimersView
+    ELSE <<"final",
+           [i \in DOMAIN ActingTimers |-> [ActingTimers[i] EXCEPT !.deadline = @ - now,
+                                                                   !.gen = FinalRelGen(@)]],
+           gstate, generation = 0, leader, members, pending, awaitingJoin, awaitingSync,
+           newMembers, pendingSync, plan, newMemberAdded, mtimeouts, nextId,
+           cphase, cmember, [c \in Clients |-> FinalRelGen(cgen[c])], cleader, cmembers, cassign, cwait,
+           genLeaders, genMembers, [i \in DOMAIN writes |-> ForgetStore(writes[i])],
+           staticMembers, minstance, loading, protocol, mprotocols>>
+
 ClientSymmetry == Permutations(Clients)
 
 (* ---- group store ---- *)
