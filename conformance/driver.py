@@ -70,3 +70,5 @@ class Driver:
         self.coordinator = cls(
             config, self.clock, self.timer, store=store, member_id_seed=member_id_seed, observer=observer
         )
+        # the timer the coordinator runs on (a seeded bug may bring its own, seeded_timer)
+        self.timer = self.coordinator.timer

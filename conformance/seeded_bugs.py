@@ -14,12 +14,16 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
+from typing import Any
 
+from kgc.conformance.seeded_timer import InsertFirstTimer
+from kgc.impl.clock import Clock, VirtualClock
 from kgc.impl.coordinator import (
     UNKNOWN_MEMBER_ID,
     CompletingRebalance,
     Dead,
     Empty,
+    GroupConfig,
     GroupCoordinator,
     JoinGroupResponseMember,
     JoinGroupResult,
@@ -33,6 +37,7 @@ from kgc.impl.delayed import DelayedJoin, GroupJoinKey, InitialDelayedJoin
 from kgc.impl.errors import Errors
 from kgc.impl.group import GroupMetadata, MemberMetadata
 from kgc.impl.store import StoredGroup
+from kgc.impl.timer import SystemTimer
 
 __all__ = [
     "BUGS",
@@ -557,6 +562,21 @@ class VoteIgnoresCandidates(GroupCoordinator):
             delattr(group, "select_protocol")
 
 
+class TimerInsertedFirst(GroupCoordinator):
+    """Runs on a timer that puts each new task in front of the live ones and fires from the
+    front (seeded_timer.InsertFirstTimer), the spec's `timer_inserted_first`: the coordinator's
+    code is Kafka's, its DelayedHeartbeats, DelayedJoins and DelayedSyncs fire out of order."""
+
+    def __init__(self, config: GroupConfig, clock: Clock, timer: SystemTimer, *args: Any, **kwargs: Any) -> None:
+        super().__init__(config, clock, timer, *args, **kwargs)
+        if not isinstance(clock, VirtualClock):
+            raise TypeError("timer_inserted_first runs on a VirtualClock")
+        faulty = InsertFirstTimer(clock)
+        self.timer = faulty  # type: ignore[assignment]
+        for purgatory in (self.heartbeat_purgatory, self.rebalance_purgatory):
+            purgatory._add = faulty.add
+
+
 #: bugs in areas the spec does not model yet -> the scenario that catches each
 SCENARIO_ONLY_BUGS: dict[str, type[GroupCoordinator]] = {
     "commit_from_old_generation_accepted": CommitFromOldGenerationAccepted,
@@ -678,6 +698,7 @@ BUGS: dict[str, type[GroupCoordinator]] = {
     "static_revert_dropped": StaticRevertDropped,
     "commit_from_unknown_member_accepted": CommitFromUnknownMemberAccepted,
     "vote_ignores_candidates": VoteIgnoresCandidates,
+    "timer_inserted_first": TimerInsertedFirst,
     **LIVENESS_BUGS,
 }
 
