@@ -66,6 +66,13 @@ LATE_BY_LESS_THAN_A_TICK = {"RebalanceCompletes", "SyncCompletes", "SilentMember
 #: history (the count to a find depends on the hunts run before it in the process: 28 at most
 #: in this module's order, 182 for no_delayed_sync hunted alone), so the budget stays wide.
 HUNT_EXAMPLES = 1000
+#: Fixed example sequences (Hypothesis @seed) tried, in order, when the derandomized hunt finds
+#: nothing: which examples a hunt draws also follows every literal constant of the local
+#: modules (Hypothesis mixes them into its draws), so an edit anywhere in kgc moves a rare bug
+#: out of one sequence (commit_from_unknown_member_accepted: none in 1,398 derandomized
+#: examples on 7274078, found at example 129 of seed 0). The bug is held when any sequence
+#: finds it, as test_fuzz_time_to_find holds each bug on the first of its seeds.
+RETRY_SEEDS = (0, 1, 2)
 
 
 def test_ci_profile_finds_nothing_on_the_correct_coordinator():
@@ -79,7 +86,12 @@ def hunts(tmp_path_factory):
     out = {}
     for bug in SEEDED:
         save = tmp_path_factory.mktemp(bug)
-        out[bug] = (fuzz(coordinator_class(bug), profile="ci", examples=HUNT_EXAMPLES, save_dir=save), save)
+        result = fuzz(coordinator_class(bug), profile="ci", examples=HUNT_EXAMPLES, save_dir=save)
+        for seed in RETRY_SEEDS:
+            if result.violation is not None or result.error is not None:
+                break
+            result = fuzz(coordinator_class(bug), profile="ci", examples=HUNT_EXAMPLES, save_dir=save, seed=seed)
+        out[bug] = (result, save)
     return out
 
 
