@@ -144,6 +144,19 @@ class HeartbeatRebalancesStable(GroupCoordinator):
         return error
 
 
+class StableHeartbeatRebalanceInProgress(GroupCoordinator):
+    """A Heartbeat of a current member in Stable is answered REBALANCE_IN_PROGRESS (the session
+    timer restarted, the group left as it is), the spec's `stable_heartbeat_rebalance_in_progress`:
+    a prompt leader rejoins, the group rebalances, and the next heartbeat starts it over."""
+
+    def _heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int) -> Errors:
+        error = super()._heartbeat(group_id, member_id, group_instance_id, generation_id)
+        group = self._groups.get(group_id)
+        if error is Errors.NONE and group is not None and group.is_(Stable) and group.has(member_id):
+            return Errors.REBALANCE_IN_PROGRESS
+        return error
+
+
 class EmptyGenerationReset(GroupCoordinator):
     """A rebalance that ends with no member left sets the generation to NoGeneration (-1)
     instead of starting the next one (initNextGeneration to Empty)."""
@@ -679,6 +692,7 @@ BUGS: dict[str, type[GroupCoordinator]] = {
     "sync_in_preparing_rebalance": SyncInPreparingRebalance,
     "sync_answered_in_preparing_rebalance": SyncAnsweredInPreparingRebalance,
     "heartbeat_rebalances_stable": HeartbeatRebalancesStable,
+    "stable_heartbeat_rebalance_in_progress": StableHeartbeatRebalanceInProgress,
     "empty_generation_reset": EmptyGenerationReset,
     "no_max_size_check": NoMaxSizeCheck,
     "remove_without_join_callback": RemoveWithoutJoinCallback,

@@ -47,6 +47,7 @@ from hypothesis.stateful import (
 )
 
 from kgc.conformance.abstraction import GROUP_ID, SpecConstants, not_enabled
+from kgc.conformance.eventually_stable import PromptPhase, PromptWindow
 from kgc.conformance.properties import PropertyReport, check_state, check_step
 from kgc.conformance.recorder import CLIENT_ACTIONS, RunRecorder, enabled_actions
 from kgc.conformance.responses import ResponseOracle, response_checked
@@ -326,6 +327,8 @@ class CoordinatorMachine(RuleBasedStateMachine):
         self.unknown_groups = 0
         self.k = constants
         self.liveness = TimedLiveness(Deadlines.of(self.k))
+        self.prompt_window = PromptWindow()
+        self.prompted = False
         self._check(None, self.rec.states[0])
 
     # -- checking -----------------------------------------------------------------------------
@@ -341,6 +344,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
             # swallowed by the coordinator, but a fault all the same (conformance/faults.py)
             report.violations["NoInternalError"] = faults[:1]
         report.violations.update(self.liveness.observe(after))
+        report.violations.update(self.prompt_window.observe(at))
         if before is not None and at == len(self.rec.states) - 1:
             # the answers given in the rule's steps, and what they did to joins and assignments
             # (read on the coordinator as it is now: so only with the rule's last state, where
@@ -803,6 +807,23 @@ class CoordinatorMachine(RuleBasedStateMachine):
     @rule(units=st.integers(min_value=1, max_value=4))
     def short_tick(self, units: int) -> None:
         self._tick(units)
+
+    @precondition(lambda self: not self.prompted)
+    @rule()
+    def clients_turn_prompt(self) -> None:
+        """EventuallyStable's premise from here on, once per example: every client prompt, no
+        disturbance; the group must be Stable within a bound and stay so
+        (conformance/eventually_stable.py)."""
+        self.prompted = True
+        coordinator = self.rec.world.coordinator
+        phase = PromptPhase(
+            self.rec,
+            self._tick,
+            self._writes_in_flight,
+            lambda: self._store_callback("NONE"),
+            lambda: self.oracle.after_step(coordinator),
+        )
+        phase.run(self.prompt_window)
 
     @precondition(
         lambda self: (

@@ -30,6 +30,7 @@ SEEDED = (
     "sync_in_preparing_rebalance",
     "sync_answered_in_preparing_rebalance",
     "heartbeat_rebalances_stable",
+    "stable_heartbeat_rebalance_in_progress",
     "empty_generation_reset",
     "no_max_size_check",
     "last_leave_no_rebalance",
