@@ -448,6 +448,7 @@ class _Request:
     instance: str | None = None
     replaced: str | None = None  # static-replace: the member id the instance mapped to
     leader: str | None = None  # static-replace: the group's leader when it arrived
+    leader_rejoin_of: int | None = None  # a dynamic leader's JoinGroup in Stable: the generation then
     returned: bool = False  # the handler's call is over
     answered: bool = False
 
@@ -605,6 +606,10 @@ class ResponseOracle:
         req = _Request(
             self._count, kind, member, where, who, generation, dict(assignment or {}) or None, instance=instance
         )
+        if kind == "join" and where == "Stable" and who == "member" and instance is None:
+            group = c._groups[group_id]
+            if group.leader_id == member:
+                req.leader_rejoin_of = group.generation_id
         if who == "static-replace" and instance is not None:
             req.replaced = c._groups[group_id].current_static_member_id(instance)
             req.leader = c._groups[group_id].leader_id
@@ -681,6 +686,8 @@ class ResponseOracle:
                 f"{req.text()} answered with skipAssignment; Kafka sets it only for a static leader "
                 "rejoining a Stable group (updateStaticMemberAndRebalance, KIP-814)",
             )
+        if req.leader_rejoin_of is not None and name == "NONE" and isinstance(result, JoinGroupResult):
+            self._check_leader_rejoin(req, result)
         if req.kind == "join" and isinstance(result, JoinGroupResult) and name == "NONE" and not skip:
             self._joined.setdefault(result.generation_id, set()).add(result.member_id)
             if result.members:
@@ -693,6 +700,20 @@ class ResponseOracle:
             self._check_revert_leader(req, result)
         if req.kind == "sync" and isinstance(result, SyncGroupResult) and name == "NONE":
             self._check_sync_assignment(req, result)
+
+    def _check_leader_rejoin(self, req: _Request, result: JoinGroupResult) -> None:
+        """doCurrentMemberJoinGroup in Stable forces a rebalance when the leader rejoins, even
+        with unchanged metadata (group.isLeader(memberId) -> updateMemberAndRebalance: the way a
+        leader asks for a new assignment after a topic metadata change); only a follower with
+        unchanged metadata is told the current generation. So the leader's answer, at once (a
+        lone leader's rebalance completes in the call) or later, names a later generation."""
+        if result.generation_id == req.leader_rejoin_of:
+            self._find(
+                "ResponseAllowed",
+                f"{req.text()}: the leader's JoinGroup was answered generation {result.generation_id}, the "
+                "current one; Kafka (doCurrentMemberJoinGroup: case Stable, group.isLeader(memberId) -> "
+                "updateMemberAndRebalance) starts a rebalance for it",
+            )
 
     def _check_revert_leader(self, req: _Request, result: Any) -> None:
         """updateStaticMemberAndRebalance's answer to a failed store names the leader as it was
