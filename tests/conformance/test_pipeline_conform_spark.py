@@ -229,6 +229,14 @@ BUG_ACTIONS = {
     "rebalance_timeout_waits_for_all": {"RebalanceTimeout"},
     "no_delayed_sync": {"InitialDelayedJoin", "RebalanceTimeout"},
     "propagate_no_heartbeat_reschedule": {"SyncGroupLeader", "DelayedSyncExpiry"},
+    # the faulty timer puts a new task first: the timers diverge at the first step that adds a
+    # task behind another (a JoinGroup's heartbeat or expiry, a DelayedJoin, a rescheduled heartbeat)
+    "timer_inserted_first": {
+        "JoinGroupUnknownMember", "JoinGroupPendingMember", "JoinGroupKnownMember", "Heartbeat",
+        "SyncGroupLeader", "SyncGroupFollower", "InitialDelayedJoin", "RebalanceTimeout",
+    },
+    # EventuallyStable's twin: a Heartbeat in Stable answered REBALANCE_IN_PROGRESS
+    "stable_heartbeat_rebalance_in_progress": {"Heartbeat"},
 }  # fmt: skip
 
 #: Seeded bugs the default model's short traces and random runs never reach, with where they are caught.
