@@ -42,8 +42,6 @@ from kgc.impl.delayed import (
     DelayedHeartbeat,
     DelayedJoin,
     DelayedSync,
-    GroupJoinKey,
-    GroupSyncKey,
     InitialDelayedJoin,
     MemberKey,
 )
@@ -381,7 +379,7 @@ class GroupCoordinator:
             )
         # attempt to complete JoinGroup
         if group.is_(PreparingRebalance):
-            self.rebalance_purgatory.check_and_complete(GroupJoinKey(group.group_id))
+            self.rebalance_purgatory.check_and_complete(group.join_key)
 
     def _accept_joining_member(self, group: GroupMetadata, member_id: str) -> bool:
         """Room for this member? (acceptJoiningMember). While preparing, members already
@@ -849,7 +847,7 @@ class GroupCoordinator:
                 partition_for(group.group_id),
                 reason or "not recorded",
             )
-        self.rebalance_purgatory.try_complete_else_watch(op, [GroupJoinKey(group.group_id)])
+        self.rebalance_purgatory.try_complete_else_watch(op, [group.join_key])
 
     @_never_raise()
     def on_complete_initial_join(self, op: InitialDelayedJoin) -> None:
@@ -861,7 +859,7 @@ class GroupCoordinator:
             remaining = max(op.remaining_ms - op.delay_ms, 0)
             self.rebalance_purgatory.try_complete_else_watch(
                 InitialDelayedJoin(self, group, op.configured_rebalance_delay_ms, delay, remaining),
-                [GroupJoinKey(group.group_id)],
+                [group.join_key],
             )
         else:
             self.on_complete_join(group)
@@ -883,7 +881,7 @@ class GroupCoordinator:
             # timeout Kafka spins while real time passes; on a virtual clock a 0 ms re-arm
             # would fire again at the same instant forever.
             self.rebalance_purgatory.try_complete_else_watch(
-                DelayedJoin(self, group, max(group.rebalance_timeout_ms, 1)), [GroupJoinKey(group.group_id)]
+                DelayedJoin(self, group, max(group.rebalance_timeout_ms, 1)), [group.join_key]
             )
             return
 
@@ -933,7 +931,7 @@ class GroupCoordinator:
 
     def _schedule_pending_sync(self, group: GroupMetadata) -> None:
         self.rebalance_purgatory.try_complete_else_watch(
-            DelayedSync(self, group, group.generation_id, group.rebalance_timeout_ms), [GroupSyncKey(group.group_id)]
+            DelayedSync(self, group, group.generation_id, group.rebalance_timeout_ms), [group.sync_key]
         )
 
     def _remove_pending_sync_member(self, group: GroupMetadata, member_id: str) -> None:
@@ -945,7 +943,7 @@ class GroupCoordinator:
         self._maybe_complete_sync_expiration(group)
 
     def _maybe_complete_sync_expiration(self, group: GroupMetadata) -> None:
-        self.rebalance_purgatory.check_and_complete(GroupSyncKey(group.group_id))
+        self.rebalance_purgatory.check_and_complete(group.sync_key)
 
     @_never_raise()
     def on_expire_pending_sync(self, group: GroupMetadata, generation_id: int) -> None:
@@ -1246,7 +1244,7 @@ class GroupCoordinator:
         if state in (Stable, CompletingRebalance):
             self._maybe_prepare_rebalance(group, self._removal_reason)
         elif state is PreparingRebalance:
-            self.rebalance_purgatory.check_and_complete(GroupJoinKey(group.group_id))
+            self.rebalance_purgatory.check_and_complete(group.join_key)
 
     def _remove_member_with_reason(self, group: GroupMetadata, member: MemberMetadata, reason: str) -> None:
         """_remove_member_and_update_group with the reason Kafka's "Preparing to rebalance" line
@@ -1260,7 +1258,7 @@ class GroupCoordinator:
     def _remove_pending_member_and_update_group(self, group: GroupMetadata, member_id: str) -> None:
         group.remove(member_id)
         if group.is_(PreparingRebalance):
-            self.rebalance_purgatory.check_and_complete(GroupJoinKey(group.group_id))
+            self.rebalance_purgatory.check_and_complete(group.join_key)
 
     # ==========================================================================================
     # LeaveGroup
@@ -1448,7 +1446,7 @@ class GroupCoordinator:
                 group.maybe_invoke_join_callback(
                     member, JoinGroupResult.error_result(member.member_id, Errors.NOT_COORDINATOR)
                 )
-            self.rebalance_purgatory.check_and_complete(GroupJoinKey(group.group_id))
+            self.rebalance_purgatory.check_and_complete(group.join_key)
         elif previous in (Stable, CompletingRebalance):
             for member in group.all_member_metadata():
                 group.maybe_invoke_sync_callback(member, SyncGroupResult(Errors.NOT_COORDINATOR))
@@ -1568,7 +1566,10 @@ class GroupCoordinator:
 
     def _kafka_info(self, text: str, *args: Any, level: int = logging.INFO) -> None:
         """One of Kafka 3.9's GroupCoordinator messages (kafka_log.py); callers whose arguments
-        cost something check `_KAFKA_LOG.isEnabledFor` first."""
+        cost something check `_KAFKA_LOG.isEnabledFor` first. Nothing is built (not even the
+        record's `extra`) when the logger is off, as it is unless someone asked for Kafka's lines."""
+        if not _KAFKA_LOG.isEnabledFor(level):
+            return
         _KAFKA_LOG.log(
             level, "[GroupCoordinator %d]: " + text, self.broker_id, *args, extra={"kafka_ms": self.clock.now_ms()}
         )

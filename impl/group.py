@@ -10,11 +10,12 @@ leaves to HashMap iteration order (new leader, protocol vote ties) is determinis
 from __future__ import annotations
 
 import random
-import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable
 from enum import Enum
 from typing import Any
+
+from kgc.impl.watch_keys import GroupJoinKey, GroupSyncKey
 
 Protocols = list[tuple[str, str]]
 Callback = Callable[[Any], None]
@@ -65,6 +66,18 @@ def normalize_protocols(protocols: Iterable[Any] | None) -> Protocols:
     if protocols is None:
         return []
     return [(str(name), str(metadata)) for name, metadata in protocols]
+
+
+# uuid.UUID(int=n, version=4)'s variant and version bits, applied without building the UUID
+# (its checks cost a new member's JoinGroup more than the rest of the id).
+_UUID4_CLEAR = ~((0xC000 << 48) | (0xF000 << 64))
+_UUID4_SET = (0x8000 << 48) | (4 << 76)
+
+
+def _uuid4_text(n: int) -> str:
+    """str(uuid.UUID(int=n, version=4)) for a 128-bit n."""
+    h = "%032x" % ((n & _UUID4_CLEAR) | _UUID4_SET)
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 class MemberMetadata:
@@ -165,6 +178,10 @@ class GroupMetadata:
         transition_listener: TransitionListener | None = None,
     ) -> None:
         self.group_id = group_id
+        # The watch keys of the group's DelayedJoin and DelayedSync, made once: the join and
+        # sync paths watch and check them several times per request.
+        self.join_key = GroupJoinKey(group_id)
+        self.sync_key = GroupSyncKey(group_id)
         self._state = initial_state
         self.protocol_type: str | None = None
         self.protocol_name: str | None = None
@@ -361,7 +378,7 @@ class GroupMetadata:
     def generate_member_id(client_id: str, group_instance_id: str | None, rng: random.Random) -> str:
         """`clientId-uuid` (or `instanceId-uuid`), the uuid drawn from `rng` for replayability."""
         prefix = group_instance_id if group_instance_id is not None else client_id
-        return f"{prefix}-{uuid.UUID(int=rng.getrandbits(128), version=4)}"
+        return f"{prefix}-{_uuid4_text(rng.getrandbits(128))}"
 
     # -- protocols ---------------------------------------------------------------------------
     def _inc_supported_protocols(self, member: MemberMetadata) -> None:

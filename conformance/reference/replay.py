@@ -8,6 +8,7 @@ scenario of a run: `init` gives each scenario a fresh coordinator with its confi
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -151,14 +152,16 @@ class ReferenceWorld(StepChecks):
         self._deliver(self.kafka.call(command))
         return None
 
-    def response_view(self, request: Step, delivered: Any) -> dict[str, Any]:
+    def response_view(self, request: Step, delivered: Any, keys: Iterable[str] | None = None) -> dict[str, Any]:
+        """Every key, whatever `keys` asks: the reply is a dict already."""
         return _response_fields(request, delivered)
 
     def describe_response(self, delivered: Any) -> str:
         return str(delivered)
 
-    def group_view(self, group_id: str) -> dict[str, Any]:
-        """Kafka's view of the group in the contract's terms (a group it does not hold is Dead)."""
+    def group_view(self, group_id: str, keys: Iterable[str] | None = None) -> dict[str, Any]:
+        """Kafka's view of the group in the contract's terms (a group it does not hold is Dead);
+        every key, whatever `keys` asks: the JVM answers the whole state in one call."""
         state: dict[str, Any] = dict(self.kafka.call({"op": "state", "group": group_id})["state"])
         if state["state"] == "Dead":
             state.update(generation=None, members=[], leader=None, member_count=0, pending_count=0)

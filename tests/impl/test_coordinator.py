@@ -381,6 +381,22 @@ def test_member_ids_are_client_id_uuid_and_replayable() -> None:
     assert static.value.member_id.startswith("inst-")
 
 
+def test_member_id_uuid_is_uuid4_text() -> None:
+    """The uuid part is exactly str(uuid.UUID(int=draw, version=4)) for the seeded draw (it is
+    formatted without building the UUID): ids, and so replays and stored groups, are unchanged."""
+    import random
+    import uuid
+
+    rng, twin = random.Random(11), random.Random(11)
+    for _ in range(2000):
+        assert (
+            GroupMetadata.generate_member_id("c", None, rng) == f"c-{uuid.UUID(int=twin.getrandbits(128), version=4)}"
+        )
+    all_ones = random.Random()
+    all_ones.getrandbits = lambda k: (1 << k) - 1  # type: ignore[method-assign]
+    assert GroupMetadata.generate_member_id("c", "i", all_ones) == f"i-{uuid.UUID(int=(1 << 128) - 1, version=4)}"
+
+
 def test_protocol_selected_by_vote(h: H) -> None:
     """GroupMetadata.selectProtocol / candidateProtocols: only protocols every member supports
     are candidates; each member votes its first candidate; most votes wins."""
