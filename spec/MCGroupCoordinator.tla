@@ -97,6 +97,30 @@ StoreForgottenView ==
            genLeaders, genMembers, [i \in DOMAIN writes |-> ForgetStore(writes[i])],
            staticMembers, minstance, loading, protocol, mprotocols>>
 
+(* ActingTimersView, and once the last failover's load is done every      *)
+(* generation older than the group's is one value, the stored record's and *)
+(* the appends' included (StoreForgottenView keeps the record for the      *)
+(* properties that read it).  No reload is left, so the generation only    *)
+(* grows from here and an older one never equals it again: a client's      *)
+(* (Heartbeat, SyncGroup, OffsetCommit: validateCurrentMember compares it   *)
+(* with generationId), a DelayedSync's (SyncDone), an append's (doSyncGroup *)
+(* callback: "the same generation"), the stored record's                  *)
+(* (MemberIdSurvivesReload: store.gen = generation; GroupLoad cannot come). *)
+(* A generation at or above the group's keeps its offset: a stale append's *)
+(* callback stores its generation, which the group can still reach.  For   *)
+(* `static_store`, whose MemberIdSurvivesReload reads the record.           *)
+FinalGenView ==
+    IF ~FinalLoad THEN ActingTimersView
+    ELSE <<"final",
+           [i \in DOMAIN ActingTimers |-> [ActingTimers[i] EXCEPT !.deadline = @ - now,
+                                                                   !.gen = FinalRelGen(@)]],
+           gstate, generation = 0, leader, members, pending, awaitingJoin, awaitingSync,
+           newMembers, pendingSync, plan, newMemberAdded, mtimeouts, nextId,
+           [store EXCEPT !.gen = FinalRelGen(@)],
+           cphase, cmember, [c \in Clients |-> FinalRelGen(cgen[c])], cleader, cmembers, cassign, cwait,
+           genLeaders, genMembers, [i \in DOMAIN writes |-> [writes[i] EXCEPT !.gen = FinalRelGen(@)]],
+           staticMembers, minstance, storeStatic, loading, protocol, mprotocols>>
+
 ClientSymmetry == Permutations(Clients)
 
 (* ---- group store ---- *)
@@ -105,6 +129,24 @@ ClientSymmetry == Permutations(Clients)
 (* adds nothing a shorter queue does not show.                            *)
 MaxWrites == 2     \* store.cfg and static_store.cfg set 1; store_deep.cfg keeps 2
 StoreBound == Len(writes) <= MaxWrites
+
+(* A bound on the generations formed since the oldest one the group can    *)
+(* fall back to (GenFloor: the stored generation, or an append's in        *)
+(* flight), until the last failover's load.  Without it the store models   *)
+(* never end: the views keep a generation in [GenFloor, generation] exactly *)
+(* (a reload falls back to GenFloor and the group counts up from there, so *)
+(* a client holding a generation that far above can be matched again:     *)
+(* finding_generation_reuse), and the group can rebalance without ever     *)
+(* storing (an emptied group's append unacknowledged while members join   *)
+(* and leave, leaders failing their SyncGroup, every append failing), so   *)
+(* `generation - GenFloor` grows by one per rebalance.  That is a          *)
+(* disturbance, a run of generations none of which is written to the log,  *)
+(* and MaxUnstored bounds it; after the last load no reload can fall back, *)
+(* the views fold every older generation (StoreForgottenView, FinalGenView) *)
+(* and the bound is off.  What it loses: a reload that falls back more      *)
+(* than MaxUnstored generations (spec/models/README.md).                    *)
+MaxUnstored == 1000000   \* store.cfg and static_store.cfg set 3
+UnstoredBound == ~loaded \/ FinalLoad \/ generation - GenFloor <= MaxUnstored
 
 (* Two premises on a static rejoin's append in flight (an ACTION_CONSTRAINT; *)
 (* each can be switched off, and the finding models do, to show what Kafka *)
