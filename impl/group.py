@@ -57,6 +57,15 @@ _VALID_PREVIOUS_STATES: dict[GroupState, frozenset[GroupState]] = {
 }
 
 
+# Bound once: `GroupState.X` goes through EnumType's slow attribute hook (~10x a global), and
+# every transition and rebalance check read one.
+_EMPTY = GroupState.Empty
+_DEAD = GroupState.Dead
+_PREPARING_REBALANCE = GroupState.PreparingRebalance
+_COMPLETING_REBALANCE = GroupState.CompletingRebalance
+_CAN_REBALANCE_FROM = _VALID_PREVIOUS_STATES[_PREPARING_REBALANCE]
+
+
 class IllegalStateTransition(Exception):
     """Raised by `transition_to` when Kafka's assertValidTransition would throw."""
 
@@ -229,11 +238,11 @@ class GroupMetadata:
 
     @property
     def can_rebalance(self) -> bool:
-        return self._state in GroupState.PreparingRebalance.valid_previous_states
+        return self._state in _CAN_REBALANCE_FROM
 
     def transition_to(self, target: GroupState) -> None:
         """The only way the state changes; refuses what Kafka's assertValidTransition refuses."""
-        if self._state not in target.valid_previous_states:
+        if self._state not in _VALID_PREVIOUS_STATES[target]:
             raise IllegalStateTransition(
                 f"Group {self.group_id} should be in one of "
                 f"{sorted(s.value for s in target.valid_previous_states)} before moving to "
@@ -414,7 +423,7 @@ class GroupMetadata:
         return min(name for name, n in votes.items() if n == most)
 
     def supports_protocols(self, member_protocol_type: str, member_protocols: set[str]) -> bool:
-        if self.is_(GroupState.Empty):
+        if self._state is _EMPTY:
             return bool(member_protocol_type) and bool(member_protocols)
         n = len(self.members)
         return (
@@ -468,15 +477,15 @@ class GroupMetadata:
         self.generation_id += 1
         if self.members:
             self.protocol_name = self.select_protocol()
-            self.transition_to(GroupState.CompletingRebalance)
+            self.transition_to(_COMPLETING_REBALANCE)
         else:
             self.protocol_name = None
-            self.transition_to(GroupState.Empty)
+            self.transition_to(_EMPTY)
         self.clear_pending_sync_members()
 
     def current_member_metadata(self) -> list[tuple[str, str | None, str]]:
         """(member id, instance id, metadata for the chosen protocol) for the leader's response."""
-        if self._state in (GroupState.Dead, GroupState.PreparingRebalance):
+        if self._state is _DEAD or self._state is _PREPARING_REBALANCE:
             raise ValueError(f"Cannot obtain member metadata for group in state {self._state}")
         assert self.protocol_name is not None
         return [(m.member_id, m.group_instance_id, m.metadata(self.protocol_name)) for m in self.members.values()]
