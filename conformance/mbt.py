@@ -23,6 +23,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from operator import is_, itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,9 @@ from kgc.conformance.abstraction import (
     tie_to_fire,
     timer_record,
 )
+from kgc.conformance.abstraction.actions import VIEW_ONLY_ACTIONS, apply_client_event, client_name
 from kgc.conformance.abstraction.incremental import IncrementalAbstraction
+from kgc.conformance.abstraction.state import CLIENT_VARIABLES
 from kgc.conformance.faults import new_faults
 from kgc.conformance.recorded_trace import write_trace
 from kgc.conformance.recorder import RunRecorder
@@ -455,16 +458,18 @@ def compare_states(
     world: World,
     ops: Sequence[Any] = (),
     since: tuple[Mapping[str, TlaValue], AbstractSet[str]] | None = None,
+    among: Sequence[str] = REPORT_ORDER,
 ) -> list[tuple[str, str, str]]:
     """(variable, spec value, implementation value) for every variable that differs, in
     REPORT_ORDER; timers made together in one step may be in either order (module doc).
     `since` = (the spec state last compared equal, the implementation variables changed
-    since): a variable unchanged on both sides (the very same objects) is skipped."""
+    since): a variable unchanged on both sides (the very same objects) is skipped.
+    `among`: the variables that can differ (in REPORT_ORDER), when the caller knows."""
     out = []
     before, changed = since if since is not None else ({}, _VARIABLES)
     get = before.get
     # one comprehension over the names: most variables are the same objects on both sides
-    names = [n for n in REPORT_ORDER if n in spec and (n in changed or spec[n] is not get(n))]
+    names = [n for n in among if n in spec and (n in changed or spec[n] is not get(n))]
     for name in names:
         s, i = spec[name], impl.get(name)
         if name == "timers":
@@ -553,6 +558,7 @@ def _follow(
             recorder.abstraction if recorder is not None else IncrementalAbstraction(world, rebuild=not incremental)
         )
         impl = abstraction.state if recorder is not None else abstraction.update()
+        lean = recorder is None and incremental
         diffs = compare_states(states[0], _conform_view(impl, world), world, world.ops)
         if diffs:
             outcome.divergence = Divergence(0, "Init", *diffs[0])
@@ -561,6 +567,12 @@ def _follow(
             spec_before, spec_after = states[n - 1], states[n]
             la = spec_after["lastAction"]
             name = str(la["name"])
+            if lean and name in VIEW_ONLY_ACTIONS and _spec_kept_coordinator(spec_before, spec_after):
+                outcome.divergence = _client_event(n, la, spec_before, spec_after, world, abstraction, on_step)
+                if outcome.divergence is not None:
+                    return outcome
+                outcome.steps = n
+                continue
             if name in TIMER_STEPS and world.ops and spec_before["timers"]:
                 spec_head, head = spec_before["timers"][0], timer_record(world, world.ops[0])
                 if head != spec_head and tie_to_fire(world, spec_head) is None:
@@ -613,6 +625,49 @@ def _follow(
     return outcome
 
 
+def _spec_kept_coordinator(spec_before: Mapping[str, TlaValue], spec_after: Mapping[str, TlaValue]) -> bool:
+    """Whether the spec's step left every variable but the clients' the very object it was
+    (as TLC's states parsed with one value memo do on a client event: the spec's client
+    actions leave the coordinator UNCHANGED). Then conform compares only the client
+    variables; any other state takes the full comparison."""
+    try:
+        return all(map(is_, _COORDINATOR_OF(spec_after), _COORDINATOR_OF(spec_before)))
+    except KeyError:
+        return False
+
+
+def _client_event(
+    n: int,
+    la: Mapping[str, Any],
+    spec_before: Mapping[str, TlaValue],
+    spec_after: Mapping[str, TlaValue],
+    world: World,
+    abstraction: IncrementalAbstraction,
+    on_step: Any | None,
+) -> Divergence | None:
+    """Step n, a client event on its own view (VIEW_ONLY_ACTIONS) whose spec state changed
+    no coordinator variable, where the implementation's cannot change either (no request,
+    no clock move: apply_client_event): only the acting client's fields are read
+    (IncrementalAbstraction.client_event), only the client variables compared, and the
+    lastAction record compared whole. No fault check: the coordinator was not called. The
+    same divergence as the full step would report, or None."""
+    name, client = str(la["name"]), client_name(la)
+    group = world.group if on_step is not None else None
+    before_state = group.state.name if group is not None else "NoGroup"
+    try:
+        res = apply_client_event(world, name, client)
+    except Exception as e:  # noqa: BLE001 - the driver's view of an unknown client
+        return Divergence(n, describe_action(la), "(exception)", "a next state", f"{type(e).__name__}: {e}")
+    if on_step is not None:
+        on_step(name, before_state, res)
+    impl = abstraction.client_event(name, client)
+    diffs = compare_states(spec_after, impl, world, (), (spec_before, abstraction.changed), _CLIENT_REPORT_ORDER)
+    diffs += _action_diff(la, res)
+    if diffs:
+        return Divergence(n, describe_action(la), *diffs[0], tuple(res.requests), tuple(d[0] for d in diffs[1:]))
+    return None
+
+
 def _conform_view(impl: dict[str, TlaValue], world: World) -> dict[str, TlaValue]:
     """A recording keeps store, leaderLog and ackLog whatever the model (kgc validate's module
     allows a failover); a model without failovers has the spec's empty ones."""
@@ -622,6 +677,8 @@ def _conform_view(impl: dict[str, TlaValue], world: World) -> dict[str, TlaValue
 
 
 _VARIABLES = frozenset(SPEC_VARIABLES)
+_CLIENT_REPORT_ORDER = tuple(n for n in REPORT_ORDER if n in CLIENT_VARIABLES)
+_COORDINATOR_OF = itemgetter(*(n for n in SPEC_VARIABLES if n not in CLIENT_VARIABLES))
 _NO_RESPONSE_STEPS = TIMER_STEPS | {"AdvanceTime", "GroupUnload", "GroupLoad"}
 _NO_STORE = Record({"exists": False, "gen": 0, "leader": NO_MEMBER, "members": frozenset(), "plan": frozenset()})
 

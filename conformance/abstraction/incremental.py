@@ -21,6 +21,9 @@ the steps of model default's traces), and one client at most changes a few of it
 - any other spec variable (one added to abstract_state without a rule here): taken from a
   full abstract_state on every step, so a new variable is correct before it is fast.
 
+`client_event(action, client)` is update(action) for such a client event when the caller
+knows the coordinator was not called (apply_client_event): only that client's fields are read.
+
 `changed` holds the variables whose value object is new in the last update: a variable
 outside it is the very object of the previous state, which the caller already compared.
 
@@ -75,6 +78,7 @@ class IncrementalAbstraction:
         self._coordinator_key: tuple[Any, ...] | None = None
         self._views = [world.clients[c] for c in world.k.clients]
         self._clients = [ModelValue(c) for c in world.k.clients]
+        self._index = {c: i for i, c in enumerate(world.k.clients)}
         self._keys: tuple[Any, ...] = ()
         self._gen_key: Any = None
         self.state: dict[str, TlaValue] = {}
@@ -126,6 +130,27 @@ class IncrementalAbstraction:
         self.state = state
         self.changed = frozenset(changed)
         return state
+
+    def client_event(self, action: str, client: str) -> dict[str, TlaValue]:
+        """update(action) after a VIEW_ONLY_ACTIONS step of `client` (apply_client_event):
+        only that client's view moved, so only its fields are read and compared. The
+        coordinator was not called, so its variables, counters and current generation are
+        as the last update left them; update's checks of them are skipped (check mode still
+        compares the result with the full abstract_state)."""
+        if self.rebuild or self._missing or not self.state:
+            return self.update(action)
+        i = self._index[client]
+        key, before = _CLIENT_FIELDS(self._views[i]), self._keys[i]
+        if key == before:
+            self.changed = frozenset()
+        else:
+            state = dict(self.state)
+            self.changed = frozenset(self._replace_entries(state, [(self._clients[i], key, before)]))
+            self._keys = (*self._keys[:i], key, *self._keys[i + 1 :])
+            self.state = state
+        if self.check:
+            self._fill_missing(self.state, set(), action)
+        return self.state
 
     def _first(self, keys: tuple[Any, ...], gen_key: Any) -> dict[str, TlaValue]:
         """The first update: every variable computed, in SPEC_VARIABLES order."""
@@ -186,6 +211,11 @@ class IncrementalAbstraction:
         changed (one client per step, mostly: rebuilding the others' values cost more than the
         comparison). Returns the variables replaced."""
         moved = [(client, new, before) for client, new, before in zip(self._clients, keys, self._keys) if new != before]
+        return self._replace_entries(state, moved)
+
+    def _replace_entries(self, state: dict[str, TlaValue], moved: list[tuple[ModelValue, Any, Any]]) -> set[str]:
+        """The entries of the `moved` clients ((client, fields now, fields before)) replaced
+        in each client variable whose field changed; returns the variables replaced."""
         updates: dict[str, dict[ModelValue, TlaValue]] = {}
         # variable by variable, as client_variable goes: the order new ids are registered in
         for j, name in enumerate(CLIENT_VARIABLES):
