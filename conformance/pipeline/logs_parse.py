@@ -228,23 +228,21 @@ def classify_lines(lines: DataFrame) -> DataFrame:
     # an escape is.
     raw = F.col("raw")
     clean = F.when(raw.contains("\x1b"), F.regexp_replace(raw, _ANSI_RE, "")).otherwise(raw)
-    df = lines.select(
-        "file",
-        "line",
-        "following",
-        clean.alias("clean"),
-        F.regexp_replace(clean, PREFIX_RE, "").alias("stripped"),
-    )
+    df = lines.select("file", "line", "following", clean.alias("clean"))
+    df = df.withColumn("stripped", F.regexp_replace(F.col("clean"), PREFIX_RE, ""))
     # Only coordinator-looking lines are taken apart (substring searches decide which: most lines
     # of a broker log are other loggers'); the entry regex runs once, its groups packed into one
-    # string by regexp_replace and split again.
+    # string by regexp_replace and split again. That split is a column of its own: the five
+    # columns read from it, each a CASE over it, made Spark's generated code run the entry regex
+    # once per reference (subexpression elimination missed it), ~5x per line.
     clean_col = F.col("clean")
     hint = clean_col.contains(COORDINATOR_HINTS[0])
     for text in COORDINATOR_HINTS[1:]:
         hint = hint | clean_col.contains(text)
     df = df.withColumn("hint", hint)
     packed = F.when(F.col("hint"), F.regexp_replace(F.col("stripped"), "^.*?" + ENTRY_RE, _PACK)).otherwise(F.lit(""))
-    parts = F.split(packed, _SEP)
+    df = df.withColumn("parts", F.split(packed, _SEP))
+    parts = F.col("parts")
     matched = F.size(parts) == 5
     df = df.select(
         "*",
