@@ -1204,7 +1204,11 @@ class GroupCoordinator:
         self, group: GroupMetadata, member: MemberMetadata, timeout_ms: int
     ) -> None:
         member_id = member.member_id
-        key = MemberKey(group.group_id, member_id)
+        group_id = group.group_id
+        key = member.heartbeat_key
+        if key is None or key[2] is not member_id or key[1] is not group_id:
+            # first heartbeat, or a static replacement renamed the member
+            key = member.heartbeat_key = MemberKey(group_id, member_id)
         purgatory = self.heartbeat_purgatory
         # complete the current expectation ...
         member.heartbeat_satisfied = True
