@@ -442,6 +442,7 @@ _BY_PHASE: dict[str, tuple[str, ...]] = {
         "LeaveGroup",
         "ClientCrash",
         "HandleCommitOffsets",
+        "SyncGroupInconsistentProtocol",
     ),
     "Stable": (
         "Heartbeat",
@@ -451,6 +452,7 @@ _BY_PHASE: dict[str, tuple[str, ...]] = {
         "SyncGroupLeader",
         "SyncGroupFollower",
         "HandleCommitOffsets",
+        "SyncGroupInconsistentProtocol",
     ),
 }
 
@@ -462,7 +464,8 @@ def enabled_actions(
     allow_failover: bool = True,
 ) -> list[tuple[str, str | None, bool]]:
     """(name, client, flag) of every spec step the run may take now. OffsetCommits
-    (HandleCommitOffsets) are drawn only when `faults` holds "commit"."""
+    (HandleCommitOffsets) are drawn only when `faults` holds "commit", a SyncGroup v5 with a
+    protocol not the group's (SyncGroupInconsistentProtocol) only when it holds "inconsistent"."""
     faults = set(faults)
     out: list[tuple[str, str | None, bool]] = []
     world = rec.world
@@ -472,6 +475,7 @@ def enabled_actions(
         "LeaveGroup": "leave",
         "ClientRejoin": "rejoin",
         "HandleCommitOffsets": "commit",
+        "SyncGroupInconsistentProtocol": "inconsistent",
     }
     for c in rec.constants.clients:
         phase = world.clients[c].phase

@@ -34,7 +34,28 @@ Properties (names as reported):
   member.id of the given static member, revert the update", replaceStaticMember back).
 - LeftMemberRemoved: a member (or pending member) whose own LeaveGroup is answered NONE for it
   is no longer in the group after the step (handleLeaveGroup: removeCurrentMemberFromGroup,
-  removePendingMemberAndUpdateGroup).
+  removePendingMemberAndUpdateGroup), nor is the member an admin's LeaveGroup named by its
+  group.instance.id alone (the same branch, with currentStaticMemberId).
+- JoinParkedOnlyInRebalance: after a step, no member of a Stable, CompletingRebalance or Empty
+  group has a JoinGroup parked unless an append of the group to the store is still pending
+  (a JoinGroup waits in the join purgatory, which only PreparingRebalance has and onCompleteJoin
+  empties; the one exception is a static member replaced in Stable, answered by storeGroup's
+  callback in updateStaticMemberAndRebalance).
+- JoinCompletedOnceAllJoined: after a step, a group in a PreparingRebalance that did not begin
+  from Empty is not left with every member's JoinGroup parked and no pending member: the step
+  that made it so completes the join (hasAllMembersJoined -> DelayedJoin.tryComplete ->
+  onCompleteJoin, through checkAndComplete in handleJoinGroup, removeMemberAndUpdateGroup and
+  removePendingMemberAndUpdateGroup). A rebalance begun from Empty waits in InitialDelayedJoin,
+  whose tryComplete is false.
+- LoadedAsStored: a group the coordinator takes over (onGroupLoaded; GroupMetadataManager's
+  loadGroup) is the last stored record: its generation, protocol type and name, leader and
+  members (id, group.instance.id, timeouts, the record's protocol type, the chosen protocol's
+  subscription, assignment), Stable with members and Empty without; no group when none was
+  stored; a group already hosted is kept as it is.
+
+Which groups are loading or not hosted here is what the coordinator was told (its
+onGroupLoadBegin, onGroupUnloaded, onGroupLoaded calls), not its own bookkeeping, so a
+coordinator that forgets a loading window is judged by the window it was given.
 
 Requests carrying a group.instance.id have their own situations (`static_who`): Kafka 3.9's
 validateCurrentMember (FENCED_INSTANCE_ID when the instance maps to another member id,
@@ -71,6 +92,9 @@ RESPONSE_PROPERTIES = (
     "GenerationMembersJoined",
     "FailedStaticReplacementReverted",
     "LeftMemberRemoved",
+    "JoinParkedOnlyInRebalance",
+    "JoinCompletedOnceAllJoined",
+    "LoadedAsStored",
 )
 
 UNKNOWN_MEMBER_ID = ""  # JoinGroupRequest.UNKNOWN_MEMBER_ID
@@ -112,7 +136,8 @@ _STORE_ERRORS = "COORDINATOR_NOT_AVAILABLE NOT_COORDINATOR REBALANCE_IN_PROGRESS
 #: "stranger" (an id the group does not know), "bad-session", "full" (acceptJoiningMember
 #: refuses it); for sync and heartbeat
 #: "leader" / "follower" (a member with the group's generation), "stale" (a member with
-#: another generation), "stranger" (anyone else, pending members included); for commit the
+#: another generation), "stranger" (anyone else, pending members included), for sync
+#: "inconsistent" (a current member naming a protocol type or name not the group's); for commit the
 #: same, and "unversioned" (generation -1, the admin client or a consumer without group
 #: management) when there is no group or it is Empty; for leave "member", "pending",
 #: "stranger". "*" matches any. A request with a group.instance.id adds (static_who):
@@ -275,6 +300,13 @@ RESPONSE_TABLE: dict[tuple[str, str, str], Row] = {
             "NONE INCONSISTENT_GROUP_PROTOCOL", cite="doSyncGroup: case Stable -> the member's assignment"
         )
         for who in ("leader", "follower")
+    },
+    **{
+        ("sync", s, "inconsistent"): _row(
+            "INCONSISTENT_GROUP_PROTOCOL",
+            cite="doSyncGroup -> validateSyncGroup: a protocolType / protocolName (SyncGroup v5) not the group's",
+        )
+        for s in _LIVE
     },
     # -- handleHeartbeat -------------------------------------------------------------------
     ("heartbeat", "NoGroup", "*"): _row("UNKNOWN_MEMBER_ID", cite="handleHeartbeat: getGroup None"),
@@ -446,7 +478,7 @@ class _Request:
     generation: int | None = None
     assignment: dict[str, str] | None = None
     instance: str | None = None
-    replaced: str | None = None  # static-replace: the member id the instance mapped to
+    replaced: str | None = None  # static-replace, admin leave: the member id the instance mapped to
     leader: str | None = None  # static-replace: the group's leader when it arrived
     leader_rejoin_of: int | None = None  # a dynamic leader's JoinGroup in Stable: the generation then
     returned: bool = False  # the handler's call is over
@@ -474,7 +506,10 @@ class ResponseOracle:
     _store_outcome: str | None = None  # what storeGroup hands the callback of the append completing now
     _owners: dict[str, str] = field(default_factory=dict)  # group.instance.id -> member id, last seen
     _reverts: list[_Request] = field(default_factory=list)  # failed static replacements to judge
-    _left: list[_Request] = field(default_factory=list)  # LeaveGroups answered NONE for their member
+    _left: list[tuple[_Request, str]] = field(default_factory=list)  # LeaveGroups answered NONE, the member
+    _last_state: str = "NoGroup"  # the followed group's state when last seen
+    _initial_rebalance: bool = False  # its PreparingRebalance began from Empty (InitialDelayedJoin)
+    _unhosted: dict[str, str] = field(default_factory=dict)  # group -> Loading / NotCoordinator, as told
 
     def store_completing(self, error: str | None) -> None:
         """A group-metadata append is being acknowledged (None: no longer) and storeGroup hands
@@ -588,12 +623,16 @@ class ResponseOracle:
         rk: bool = False,
         session_ok: bool = True,
         instance: str | None = None,
+        protocol: tuple[str | None, str | None] = (None, None),
     ) -> _Request:
         self._count += 1
-        where = self.where(c, group_id)
+        self.observe(c, group_id)
+        where = self._unhosted.get(group_id) or self.where(c, group_id)
         who = self.who(c, group_id, kind, member, generation)
         if instance is not None:
             who = self.static_who(c, group_id, kind, member, instance, who)
+        if kind == "sync" and who in ("leader", "follower") and not self._consistent(c, group_id, protocol):
+            who = "inconsistent"
         if kind == "join" and where not in ("NotCoordinator", "Loading", "Dead"):
             if not session_ok:
                 who = "bad-session"
@@ -613,12 +652,94 @@ class ResponseOracle:
         if who == "static-replace" and instance is not None:
             req.replaced = c._groups[group_id].current_static_member_id(instance)
             req.leader = c._groups[group_id].leader_id
+        if kind == "leave" and member == UNKNOWN_MEMBER_ID and who == "member" and instance is not None:
+            req.replaced = c._groups[group_id].current_static_member_id(instance)  # the admin's removal
         if kind == "sync" and where == "CompletingRebalance" and who == "leader" and generation is not None:
             group = c._groups[group_id]
             filled = {m: "" for m in group.members}
             filled.update(req.assignment or {})
             self._leader_assignment[generation] = filled
         return req
+
+    @staticmethod
+    def _consistent(c: GroupCoordinator, group_id: str, protocol: tuple[str | None, str | None]) -> bool:
+        """A SyncGroup's protocol type and name (v5; None: not sent) are the group's."""
+        group = c._groups.get(group_id)
+        kind, name = protocol
+        return group is None or (kind in (None, group.protocol_type) and name in (None, group.protocol_name))
+
+    def observe(self, c: GroupCoordinator, group_id: str) -> None:
+        """Follow the group's state, to know whether its PreparingRebalance began from Empty
+        (prepareRebalance: InitialDelayedJoin when group.is(Empty), else DelayedJoin). A step
+        may pass through states unseen (timers firing in one tick): a PreparingRebalance
+        seen after PreparingRebalance keeps what was known, so an unseen new one begun from
+        CompletingRebalance may be taken as initial, which only leaves it unchecked."""
+        if group_id != self.group_id or group_id in c._loading or group_id in c._not_coordinator:
+            return
+        if group_id in self._unhosted:
+            return
+        state = self.where(c, group_id)
+        if state == "PreparingRebalance" and self._last_state != "PreparingRebalance":
+            self._initial_rebalance = self._last_state in ("Empty", "NoGroup")
+        self._last_state = state
+
+    # -- the group moving between coordinators --------------------------------------------------
+    def unloaded(self, group_id: str) -> None:
+        """onGroupUnloaded: NOT_COORDINATOR until a load (a load in progress ends too)."""
+        self._unhosted[group_id] = "NotCoordinator"
+
+    def load_begun(self, group_id: str) -> None:
+        """onGroupLoadBegin: COORDINATOR_LOAD_IN_PROGRESS (validateGroupStatus) until loaded."""
+        self._unhosted[group_id] = "Loading"
+
+    def loaded(self, c: GroupCoordinator, group_id: str, record: Any, hosted: bool) -> None:
+        """onGroupLoaded with the store's `record` (read before the load; `hosted`: the group
+        was hosted already, and Kafka keeps its cached copy): LoadedAsStored."""
+        self._unhosted.pop(group_id, None)
+        if hosted:
+            return
+        group = c._groups.get(group_id)
+        if record is None or group is None:
+            if (record is None) != (group is None):
+                self._find(
+                    "LoadedAsStored",
+                    f"{group_id} loaded: the store holds {'no record' if record is None else 'a record'}, the "
+                    f"coordinator {'hosts no group' if group is None else 'hosts a group'} (loadGroup adds the stored one)",
+                )
+            return
+        state = "Stable" if record.members else "Empty"
+        seen = (group.generation_id, group.protocol_type, group.protocol_name, group.leader_id, group.state.value)
+        want = (record.generation_id, record.protocol_type, record.protocol_name, record.leader_id, state)
+        diffs = [] if seen == want else [f"(generation, protocol type, name, leader, state) {seen} not {want}"]
+        members = {m.member_id: m for m in record.members}
+        if set(group.members) != set(members):
+            diffs.append(f"members {sorted(group.members)} not {sorted(members)}")
+        for member_id, stored in sorted(members.items()):
+            md = group.members.get(member_id)
+            if md is None:
+                continue
+            got = (
+                md.group_instance_id,
+                md.rebalance_timeout_ms,
+                md.session_timeout_ms,
+                md.protocol_type,
+                md.metadata(record.protocol_name) if record.protocol_name is not None else stored.subscription,
+                md.assignment,
+            )
+            stored_as = (
+                stored.group_instance_id,
+                stored.rebalance_timeout_ms,
+                stored.session_timeout_ms,
+                record.protocol_type,
+                stored.subscription,
+                stored.assignment,
+            )
+            if got != stored_as:
+                diffs.append(
+                    f"{member_id} (instance, timeouts, protocol type, subscription, assignment) {got} not {stored_as}"
+                )
+        if diffs:
+            self._find("LoadedAsStored", f"{group_id} loaded not as stored: {'; '.join(diffs)}")
 
     def members_before(self, c: GroupCoordinator, group_id: str) -> set[str]:
         group = c._groups.get(group_id)
@@ -629,6 +750,7 @@ class ResponseOracle:
         allow; a parked join is kept under its member (a new member's id is the one the call
         added)."""
         req.returned = True
+        self.observe(c, group_id)
         self._check_assignments(c)
         if req.answered or req.who == "batch":
             return
@@ -742,8 +864,8 @@ class ResponseOracle:
             return
         row = row_for("leave", req.where, req.who)
         for member, _, error in result.member_responses:
-            if member == req.member and member and error.name == "NONE":
-                self._left.append(req)
+            if member == req.member and error.name == "NONE" and (member or req.replaced):
+                self._left.append((req, member or req.replaced or ""))
             if member == req.member and row is not None and error.name not in row.now:
                 self._find(
                     "ResponseAllowed",
@@ -799,17 +921,43 @@ class ResponseOracle:
         self._check_assignments(c)
         self._check_reverts(c)
         self._check_left(group if hosted else None)
+        self.observe(c, self.group_id)
+        if hosted and group is not None:
+            self._check_parked_joins(c, group)
 
     def _check_left(self, group: Any) -> None:
         """Members whose LeaveGroup was answered NONE for them are gone."""
         left, self._left = self._left, []
-        for req in left:
-            if group is not None and (req.member in group.members or req.member in group.pending_members):
+        for req, member in left:
+            if group is not None and (member in group.members or member in group.pending_members):
                 self._find(
                     "LeftMemberRemoved",
-                    f"{req.text()} was answered NONE for {req.member}, which is still in the group "
+                    f"{req.text()} was answered NONE for {member}, which is still in the group "
                     "(handleLeaveGroup: removeCurrentMemberFromGroup)",
                 )
+
+    def _check_parked_joins(self, c: GroupCoordinator, group: Any) -> None:
+        """JoinParkedOnlyInRebalance and JoinCompletedOnceAllJoined, on the members' parked
+        JoinGroups (awaitingJoinCallback) at the end of a step."""
+        state = group.state.value
+        parked = sorted(m for m, md in group.members.items() if md.awaiting_join_callback is not None)
+        if state == "PreparingRebalance":
+            if not self._initial_rebalance and len(parked) == len(group.members) and not group.pending_members:
+                self._find(
+                    "JoinCompletedOnceAllJoined",
+                    f"generation {group.generation_id}: every member ({', '.join(parked) or 'none'}) has its "
+                    "JoinGroup parked and no member is pending, yet the group is still PreparingRebalance "
+                    "(hasAllMembersJoined: DelayedJoin.tryComplete completes the join in the step that makes it so)",
+                )
+            return
+        pending = getattr(c.store, "pending_for", None)
+        if parked and state != "Dead" and not (pending is not None and pending(group.group_id)):
+            self._find(
+                "JoinParkedOnlyInRebalance",
+                f"{', '.join(parked)} still {'has' if len(parked) == 1 else 'have'} a JoinGroup parked in {state} "
+                "with no store append pending (only PreparingRebalance parks a JoinGroup, onCompleteJoin answers "
+                "them all; a static member replaced in Stable waits for storeGroup's callback)",
+            )
 
     def _check_reverts(self, c: GroupCoordinator) -> None:
         """Static replacements answered with their store's error: the instance maps to the
@@ -946,6 +1094,7 @@ def response_checked(coordinator_class: type[GroupCoordinator]) -> type[GroupCoo
                 generation=generation,
                 assignment=group_assignment or {},
                 instance=group_instance_id,
+                protocol=(protocol_type, protocol_name),
             )
             super().handle_sync_group(
                 group_id,
@@ -1011,6 +1160,20 @@ def response_checked(coordinator_class: type[GroupCoordinator]) -> type[GroupCoo
                 req.who = "batch"  # several members in one request: not in the table
             super().handle_leave_group(group_id, members, _answer(oracle, req, response_callback))
             oracle.returned(self, req, group_id, set())
+
+        def on_group_unloaded(self, group_id: str) -> None:
+            super().on_group_unloaded(group_id)
+            self.response_oracle.unloaded(group_id)
+
+        def on_group_load_begin(self, group_id: str) -> None:
+            super().on_group_load_begin(group_id)
+            self.response_oracle.load_begun(group_id)
+
+        def on_group_loaded(self, group_id: str) -> None:
+            hosted = group_id in self._groups
+            record = self.store.load_group(group_id)
+            super().on_group_loaded(group_id)
+            self.response_oracle.loaded(self, group_id, record, hosted)
 
     Checked.__name__ = Checked.__qualname__ = coordinator_class.__name__
     return Checked

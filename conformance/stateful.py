@@ -163,8 +163,12 @@ STORE_OUTCOMES = ("NONE",) * len(APPEND_ERRORS) + APPEND_ERRORS
 
 #: What the machine's consumers may do (enabled_actions' faults): every client event, and
 #: OffsetCommits from a consumer that holds a generation (Joined, Stable), the requests
-#: generations exist to fence.
+#: generations exist to fence; and, in examples without static consumers, SyncGroups v5 naming a
+#: protocol type or name not the group's (measured: drawn in the static examples too, they took
+#: the steps that line up a failed static replacement, and static_rejoin_not_reverted went
+#: unfound in 300 examples of each of seeds 0-2, found at 44 of seed 0 without them).
 _CONSUMER_FAULTS = ("crash", "abandon", "leave", "rejoin", "change", "resync", "early-rejoin", "commit")
+_DYNAMIC_CONSUMER_FAULTS = (*_CONSUMER_FAULTS, "inconsistent")
 
 
 class PropertyViolation(AssertionError):
@@ -241,6 +245,9 @@ class _RequestLog:
             }
             if args["group_assignment"]:
                 step["assignment"] = dict(args["group_assignment"])
+            for key, arg in (("protocol_type", "protocol_type"), ("protocol", "protocol_name")):
+                if args.get(arg) is not None:  # SyncGroup v5
+                    step[key] = args[arg]
             self.steps.append(_with_instance(step, args))
         elif kind == "heartbeat":
             step = {
@@ -448,9 +455,12 @@ class CoordinatorMachine(RuleBasedStateMachine):
             # updateStaticMemberAndRebalance is reached; a quarter keeps the bound
             room = k.max_group_size if k.max_group_size is None or rng.random() < 0.25 else len(k.clients)
             k = replace(k, instances=layout, max_group_size=room)
-            # and their replacement's store (updateStaticMemberAndRebalance) deferred in most,
-            # so that it may fail (the revert to the old member id); drawn last, as above
-            if not k.store_async and rng.random() < 0.5:
+            # and their replacement's store (updateStaticMemberAndRebalance) deferred, so that
+            # it may fail (the revert to the old member id). It was deferred in three quarters:
+            # measured, on one edit's draws none of seeds 0-2 then failed a replacement's store
+            # in Stable within 300 examples (the sync store's 82 of 113 settles in one run)
+            if not k.store_async:
+                rng.random()  # the draw this was, so that the draws after it stay where they were
                 k = replace(k, store_async=True)
         if k != self.k:
             self._start(k)
@@ -515,13 +525,30 @@ class CoordinatorMachine(RuleBasedStateMachine):
     def _pending_member_leaves(self) -> None:
         """A consumer outside the group asks to join with requireKnownMemberId (a pending
         member, MEMBER_ID_REQUIRED) and is shut down before it joins with its id: its LeaveGroup
-        removes the pending member (removePendingMember) and leaves the group as it was."""
+        removes the pending member (removePendingMember) and leaves the group as it was. Then
+        the same again while the members rejoin with new metadata: the pending member is all
+        that holds the rebalance back (hasAllMembersJoined wants no pending member), so its
+        LeaveGroup completes the join in that step (removePendingMemberAndUpdateGroup's
+        checkAndComplete)."""
         for c in self.k.clients:
             if self._enabled("JoinGroupUnknownMember", c, True):
                 self.rec.step("JoinGroupUnknownMember", c, True)
                 if self._enabled("LeaveGroup", c):
                     self.rec.step("LeaveGroup", c)
+                    self._pending_member_leaves_a_rebalance(c)
                     return
+
+    def _pending_member_leaves_a_rebalance(self, c: str) -> None:
+        if not self._enabled("JoinGroupUnknownMember", c, True):
+            return
+        self.rec.step("JoinGroupUnknownMember", c, True)
+        for m in self._stable_members():
+            if self._enabled("ClientRejoin", m):
+                self.rec.step("ClientRejoin", m)
+                if self._enabled("JoinGroupKnownMember", m, True):
+                    self.rec.step("JoinGroupKnownMember", m, True)
+        if self._group_state() == "PreparingRebalance" and self._enabled("LeaveGroup", c):
+            self.rec.step("LeaveGroup", c)
 
     def _commit_with_wrong_generation(self, data: st.DataObject) -> None:
         """A current member's id commits under the generation before or after the group's (a
@@ -578,7 +605,13 @@ class CoordinatorMachine(RuleBasedStateMachine):
     # -- consumers doing what the spec lets them ----------------------------------------------
     def _consumer_step(self, data: st.DataObject) -> None:
         options = [
-            o for o in enabled_actions(self.rec, faults=_CONSUMER_FAULTS, allow_failover=False) if o[1] is not None
+            o
+            for o in enabled_actions(
+                self.rec,
+                faults=_CONSUMER_FAULTS if self.k.instances else _DYNAMIC_CONSUMER_FAULTS,
+                allow_failover=False,
+            )
+            if o[1] is not None
         ]
         if not options:
             return
@@ -1100,16 +1133,27 @@ class CoordinatorMachine(RuleBasedStateMachine):
         generation it is told ILLEGAL_GENERATION; a LeaveGroup is answered NONE with
         UNKNOWN_MEMBER_ID per member, a Heartbeat and a SyncGroup UNKNOWN_MEMBER_ID. A new
         group id each time, so the commit's second case is reached too; the machine's own group
-        is left alone."""
+        is left alone. The generation is 0, the boundary of handleCommitOffsets' `generationId
+        < 0` and validateOffsetCommit's `generationId >= 0`; and an OffsetCommit of generation
+        -1 is followed by one of generation 0 to the Empty group (generation 0) it made, where
+        Kafka asks for a member (validateCurrentMember: UNKNOWN_MEMBER_ID)."""
         self.unknown_groups += 1
         group_id = f"never-seen-{self.unknown_groups}"
-        generation = -1 if unversioned else 1
+        generation = -1 if unversioned else 0
 
         def send(c: GroupCoordinator, answer: Callable[[Any], None]) -> None:
             offsets = {"t-0": self.unknown_groups}
             _send_member_request(c, kind, group_id, member, None, generation, offsets, answer)
 
         self.rec.request(kind, send, member, f"{kind}({member!r}, generation {generation}) to {group_id}")
+        if kind == "commit" and unversioned:
+            # then a commit with generation 0 to the Empty group the first one made
+            # (validateOffsetCommit: generationId >= 0 -> validateCurrentMember, UNKNOWN_MEMBER_ID)
+
+            def send_versioned(c: GroupCoordinator, answer: Callable[[Any], None]) -> None:
+                _send_member_request(c, kind, group_id, member, None, 0, {"t-0": 0}, answer)
+
+            self.rec.request(kind, send_versioned, member, f"{kind}({member!r}, generation 0) to {group_id}")
 
     @precondition(lambda self: "join_with_bad_session_timeout" in self.disturbances)
     @rule(session_ms=st.sampled_from([0, 1800001, 10**9]), known=st.booleans())
@@ -1235,8 +1279,14 @@ def scenario_from_log(
         if view["state"] == "Dead":
             out[-1].pop("generation")
     # format 2 only when the run used what version 2 added (docs/scenario-format.md): its
-    # steps, or a request's group.instance.id or version
-    v2 = any(s.get("do") in _V2_STEPS or "instance" in s or "version" in s for s in steps)
+    # steps, a request's group.instance.id or version, or a SyncGroup v5's protocol type or name
+    v2 = any(
+        s.get("do") in _V2_STEPS
+        or "instance" in s
+        or "version" in s
+        or (s.get("do") == "sync" and {"protocol_type", "protocol"} & set(s))
+        for s in steps
+    )
     version = 2 if v2 or "store" in cfg else 1
     return {"format": version, "name": "hypothesis-counterexample", "source": note, "config": cfg, "steps": out}
 

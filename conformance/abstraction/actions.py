@@ -249,17 +249,21 @@ def _sync(world: World, c: str, leader: bool, res: StepResult) -> None:
 
 
 def _sync_inconsistent_protocol(world: World, c: str, res: StepResult) -> None:
-    """The spec's SyncGroupInconsistentProtocol: a SyncGroup v5 with a protocol type the
-    group does not have (the spec does not say which field differs; the type is enough)."""
+    """The spec's SyncGroupInconsistentProtocol: a SyncGroup v5 with a protocol type or name
+    the group does not have (the spec does not say which field differs): the type on even
+    generations, the name (the group's type) on odd ones, so that runs reach both of
+    validateSyncGroup's tests."""
     view = world.clients[c]
     token = world._request(view)
-    res.requests.append(f"SyncGroup(member={view.member!r}, generation={view.gen}, protocol type not the group's)")
+    wrong = "name" if view.gen % 2 else "type"
+    res.requests.append(f"SyncGroup(member={view.member!r}, generation={view.gen}, protocol {wrong} not the group's)")
+    group = world.group
     world.coordinator.handle_sync_group(
         GROUP_ID,
         view.gen,
         view.member,
-        "not-" + PROTOCOL_TYPE,
-        None,
+        PROTOCOL_TYPE if wrong == "name" else "not-" + PROTOCOL_TYPE,
+        "not-" + (group.protocol_name or "") if wrong == "name" and group is not None else None,
         world.k.instance_id_of(c),
         {},
         world._callback(c, token, "sync_protocol"),

@@ -15,7 +15,7 @@ from kgc.conformance.recorder import RunRecorder
 from kgc.conformance.responses import RESPONSE_PROPERTIES, RESPONSE_TABLE, ResponseOracle, response_checked, row_for
 from kgc.conformance.seeded_bugs import coordinator_class
 from kgc.conformance.stateful import DEFAULT_CONSTANTS, hunt
-from kgc.impl.coordinator import GroupCoordinator, LeaveMemberIdentity
+from kgc.impl.coordinator import GroupCoordinator, JoinGroupResult, LeaveMemberIdentity
 from kgc.impl.errors import Errors
 from kgc.impl.group import GroupMetadata, GroupState
 
@@ -104,6 +104,50 @@ class LeaveKeepsMember(GroupCoordinator):
     def _remove_member_with_reason(self, group: Any, member: Any, reason: str) -> None:
         if "on LeaveGroup" not in reason:
             super()._remove_member_with_reason(group, member, reason)
+
+
+class RemovalLeavesJoinWaiting(GroupCoordinator):
+    """removeMemberAndUpdateGroup in PreparingRebalance removes the member but does not try to
+    complete the join (the mutant coordinator:1249): the others wait for the rebalance timeout."""
+
+    def _remove_member_and_update_group(self, group: Any, member: Any) -> None:
+        if group.state is not GroupState.PreparingRebalance:
+            super()._remove_member_and_update_group(group, member)
+            return
+        group.maybe_invoke_join_callback(member, JoinGroupResult.error_result("", Errors.UNKNOWN_MEMBER_ID))
+        group.remove(member.member_id)
+
+
+class StaticStoreCallbackLost(GroupCoordinator):
+    """updateStaticMemberAndRebalance's storeGroup callback never runs (the mutant
+    coordinator:715 makes no store at all): the replacing JoinGroup stays parked in Stable."""
+
+    def _on_static_member_stored(self, *args: Any) -> None:
+        pass
+
+
+class SyncProtocolNameUnchecked(GroupCoordinator):
+    """validateSyncGroup ignores SyncGroup v5's protocol name (the mutant coordinator:1094)."""
+
+    def _validate_sync_group(self, group: Any, generation: int, member: str, kind: Any, name: Any, inst: Any) -> Any:
+        return super()._validate_sync_group(group, generation, member, kind, None, inst)
+
+
+class LoadDropsProtocolType(GroupCoordinator):
+    """The loaded members lose the record's protocol type (the mutant coordinator:1492:24)."""
+
+    def _group_from_record(self, record: Any) -> GroupMetadata:
+        group = super()._group_from_record(record)
+        for member in group.members.values():
+            member.protocol_type = ""
+        return group
+
+
+class LoadWindowForgotten(GroupCoordinator):
+    """onGroupLoadBegin does not open the loading window (the mutant coordinator:1486)."""
+
+    def on_group_load_begin(self, group_id: str) -> None:
+        pass
 
 
 def _findings(rec: RunRecorder, oracle: ResponseOracle) -> dict[str, list[str]]:
@@ -341,7 +385,7 @@ def test_a_failed_store_is_what_the_parked_syncs_are_told(cls: type[GroupCoordin
 def test_every_property_is_tested_here() -> None:
     tested = {"ResponseAllowed", "StaleGenerationRejected", "AssignmentFromCurrentLeader"}
     tested |= {"JoinAnsweredBeforeRemoval", "GenerationMembersJoined", "FailedStaticReplacementReverted"}
-    tested |= {"LeftMemberRemoved"}
+    tested |= {"LeftMemberRemoved", "JoinParkedOnlyInRebalance", "JoinCompletedOnceAllJoined", "LoadedAsStored"}
     assert tested == set(RESPONSE_PROPERTIES)
 
 
@@ -529,3 +573,103 @@ def test_a_leader_rejoining_a_stable_group_starts_a_rebalance(cls: type[GroupCoo
     rec.step("JoinGroupKnownMember", leader)
     found = _findings(rec, oracle)
     assert (expect in found and "isLeader" in found[expect][0]) if expect else found == {}, found
+
+
+@pytest.mark.parametrize(("cls", "expect"), [(GroupCoordinator, None), (LeaveKeepsMember, "LeftMemberRemoved")])
+def test_a_member_an_admin_removed_by_instance_id_is_gone(cls: type[GroupCoordinator], expect: str | None) -> None:
+    """A LeaveGroup naming only c1's group.instance.id (the admin client's removal, leave v3+)
+    answered NONE for it: the member the instance mapped to is gone."""
+    rec, oracle = _recorder(cls, K_STATIC)
+    _stable(rec)
+    assert _findings(rec, oracle) == {}
+    instance = K_STATIC.instance_id_of("c1")
+    _send(rec, "leave", "", lambda c, a: c.handle_leave_group(GROUP_ID, [LeaveMemberIdentity("", instance)], a))
+    found = _findings(rec, oracle)
+    assert (expect in found) if expect else found == {}, found
+
+
+@pytest.mark.parametrize(
+    ("cls", "expect"), [(GroupCoordinator, None), (RemovalLeavesJoinWaiting, "JoinCompletedOnceAllJoined")]
+)
+def test_a_rebalance_completes_once_every_remaining_member_has_joined(
+    cls: type[GroupCoordinator], expect: str | None
+) -> None:
+    """c1 rejoins a Stable group with new metadata (PreparingRebalance, a DelayedJoin); c2
+    leaves before rejoining: c1 is then every member and has joined, so the join completes in
+    that step, not at the rebalance timeout."""
+    rec, oracle = _recorder(cls)
+    _stable(rec)
+    rec.step("ClientRejoin", "c1")
+    rec.step("JoinGroupKnownMember", "c1", True)
+    assert rec.world.group is not None and rec.world.group.state is GroupState.PreparingRebalance
+    assert _findings(rec, oracle) == {}
+    rec.step("LeaveGroup", "c2")
+    found = _findings(rec, oracle)
+    assert (expect in found) if expect else found == {}, found
+
+
+def test_the_initial_rebalance_waits_with_every_member_joined() -> None:
+    """A group's first rebalance (from Empty) waits in InitialDelayedJoin even when every
+    member has joined: not a finding."""
+    rec, oracle = _recorder(GroupCoordinator)
+    rec.step("JoinGroupUnknownMember", "c1", False)
+    assert rec.world.group is not None and rec.world.group.state is GroupState.PreparingRebalance
+    assert _findings(rec, oracle) == {}
+
+
+@pytest.mark.parametrize(
+    ("cls", "expect"), [(GroupCoordinator, None), (StaticStoreCallbackLost, "JoinParkedOnlyInRebalance")]
+)
+def test_a_join_is_parked_only_in_a_rebalance_or_for_the_store(cls: type[GroupCoordinator], expect: str | None) -> None:
+    """c3 takes over c2's instance in Stable: its JoinGroup waits for the store's append
+    (deferred here), then is answered; parked in Stable with no append pending is a finding."""
+    rec, oracle = _recorder(cls, replace(K_STATIC, store_async=True))
+    _stable_stored(rec, oracle)
+    rec.step("JoinGroupUnknownMember", "c3", True)
+    assert _findings(rec, oracle) == {}  # parked, its append pending
+    oracle.store_completing("NONE")
+    rec.store_callback("NONE")
+    oracle.store_completed(rec.world.coordinator)
+    found = _findings(rec, oracle)
+    assert (expect in found) if expect else found == {}, found
+
+
+@pytest.mark.parametrize(("cls", "expect"), [(GroupCoordinator, None), (SyncProtocolNameUnchecked, "ResponseAllowed")])
+def test_a_sync_naming_another_protocol_is_inconsistent(cls: type[GroupCoordinator], expect: str | None) -> None:
+    """A current member's SyncGroup v5 naming a protocol the group did not select:
+    validateSyncGroup answers INCONSISTENT_GROUP_PROTOCOL (the spec's SyncGroupInconsistentProtocol
+    sends the wrong name on odd generations)."""
+    rec, oracle = _recorder(cls)
+    _stable(rec)
+    assert rec.world.clients["c2"].gen % 2 == 1
+    rec.step("SyncGroupInconsistentProtocol", "c2")
+    found = _findings(rec, oracle)
+    assert (expect in found) if expect else found == {}, found
+
+
+@pytest.mark.parametrize(("cls", "expect"), [(GroupCoordinator, None), (LoadDropsProtocolType, "LoadedAsStored")])
+def test_a_loaded_group_is_the_stored_one(cls: type[GroupCoordinator], expect: str | None) -> None:
+    """The Stable group moves away and back: the coordinator hosts the stored record again."""
+    rec, oracle = _recorder(cls)
+    _stable(rec)
+    rec.step("GroupUnload")
+    assert _findings(rec, oracle) == {}
+    rec.step("GroupLoad")
+    found = _findings(rec, oracle)
+    assert (expect in found) if expect else found == {}, found
+
+
+@pytest.mark.parametrize(("cls", "expect"), [(GroupCoordinator, None), (LoadWindowForgotten, "ResponseAllowed")])
+def test_the_loading_window_is_the_one_the_coordinator_was_given(
+    cls: type[GroupCoordinator], expect: str | None
+) -> None:
+    """A Heartbeat while the group's partition loads is answered NONE ("respond blindly"),
+    judged by the load the coordinator was told of, not by its own loading set."""
+    rec, oracle = _recorder(cls)
+    _stable(rec)
+    rec.step("GroupUnload")
+    rec.step("LoadBegin")
+    assert _findings(rec, oracle) == {}
+    rec.step("Heartbeat", "c1")
+    found = _findings(rec, oracle)
+    assert (expect in found) if expect else found == {}, found

@@ -114,10 +114,14 @@ def test_failing_example_is_a_scenario_that_replay_reproduces(hunts, bug):
     assert path is not None and path.parent == save and path.is_file()
     document = json.loads(path.read_text())
     # format 2 when the run used what version 2 added: OffsetCommits, the deferred store, the
-    # loading window, a request carrying a group.instance.id (static membership)
+    # loading window, a request carrying a group.instance.id (static membership), a SyncGroup
+    # v5's protocol type or name
     assert document["format"] in (1, 2) and coordinator_class(bug).__name__ in document["source"]
     v2 = "store" in document["config"] or any(
-        s.get("do") in ("commit", "store", "load_begin") or "instance" in s for s in document["steps"]
+        s.get("do") in ("commit", "store", "load_begin")
+        or "instance" in s
+        or (s.get("do") == "sync" and {"protocol_type", "protocol"} & set(s))
+        for s in document["steps"]
     )
     assert document["format"] == (2 if v2 else 1)
     assert _replay_with(GroupCoordinator, path).passed
