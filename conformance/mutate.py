@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 import difflib
 import functools
-import random
+import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,7 +70,8 @@ _QUIET_CALLS = frozenset({"debug", "info", "warning", "error", "exception", "log
 
 @dataclass(frozen=True)
 class Mutant:
-    """One change to one module: `ident` is stable across runs (module:line:col:operator)."""
+    """One change to one module: `ident` names it for people (module:line:col:operator), `key`
+    for the draw (no line number: the site's function, operator, text and ordinal there)."""
 
     module: str
     line: int
@@ -78,6 +79,7 @@ class Mutant:
     operator: str
     source: str
     original: str
+    key: str = ""
 
     @property
     def ident(self) -> str:
@@ -106,6 +108,10 @@ class _Site:
     operator: str
     line: int
     col: int
+    # What the site is, without where: the enclosing def/class path, the operator, the target
+    # node's text and its ordinal among equal (scope, operator, text) -- the draw hashes this,
+    # so an edit elsewhere in the module leaves the site's chance of being drawn alone.
+    key: str = ""
 
 
 def _skipped_nodes(tree: ast.Module) -> set[int]:
@@ -138,6 +144,37 @@ def _skipped_nodes(tree: ast.Module) -> set[int]:
         if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
             mark(node)
     return skip
+
+
+def _scopes(tree: ast.Module) -> dict[int, str]:
+    """Node id -> the qualified name of the def/class it is in (`<module>` at top level)."""
+    out: dict[int, str] = {}
+
+    def visit(node: ast.AST, scope: str) -> None:
+        out[id(node)] = scope
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            scope = node.name if scope == "<module>" else f"{scope}.{node.name}"
+        for child in ast.iter_child_nodes(node):
+            visit(child, scope)
+
+    visit(tree, "<module>")
+    return out
+
+
+def _keyed(module: str, tree: ast.Module, sites: list[_Site]) -> list[_Site]:
+    """`sites` (in source order) with their line-free content keys."""
+    nodes = list(ast.walk(tree))
+    scopes = _scopes(tree)
+    seen: dict[tuple[str, str, str], int] = {}
+    out: list[_Site] = []
+    for site in sites:
+        node = nodes[site.walk_index]
+        base = (scopes[id(node)], site.operator, ast.unparse(node))
+        ordinal = seen.get(base, 0)
+        seen[base] = ordinal + 1
+        key = "\0".join((module, *base, str(ordinal)))
+        out.append(_Site(site.walk_index, site.operator, site.line, site.col, key))
+    return out
 
 
 def _sites(tree: ast.Module) -> list[_Site]:
@@ -206,9 +243,11 @@ def _unparsed(original: str) -> str:
     return ast.unparse(ast.parse(original))
 
 
-def _sorted_sites(module: str) -> tuple[str, list[_Site]]:
-    original = (IMPL_DIR / IMPL_MODULES[module]).read_text()
-    return original, sorted(_sites(ast.parse(original)), key=lambda s: (s.line, s.col, s.operator))
+def _sorted_sites(module: str, impl_dir: Path = IMPL_DIR) -> tuple[str, list[_Site]]:
+    original = (impl_dir / IMPL_MODULES[module]).read_text()
+    tree = ast.parse(original)
+    sites = sorted(_sites(tree), key=lambda s: (s.line, s.col, s.operator))
+    return original, _keyed(module, tree, sites)
 
 
 def _materialise(module: str, original: str, site: _Site) -> Mutant | None:
@@ -220,7 +259,7 @@ def _materialise(module: str, original: str, site: _Site) -> Mutant | None:
     text = ast.unparse(mutated)
     if not applier.done or text == base:
         return None
-    return Mutant(module, site.line, site.col, site.operator, text, base)
+    return Mutant(module, site.line, site.col, site.operator, text, base, site.key)
 
 
 def mutants_of(module: str) -> Iterator[Mutant]:
@@ -233,16 +272,24 @@ def mutants_of(module: str) -> Iterator[Mutant]:
             yield m
 
 
-def sample_mutants(modules: list[str], n: int | None, seed: int) -> list[Mutant]:
-    """All mutants of `modules`, or `n` of them drawn with `seed` (same seed and source, same
-    sample). Only the drawn ones are built: a module has hundreds of sites."""
-    sites = [(mod, original, site) for mod in modules for original, ss in [_sorted_sites(mod)] for site in ss]
-    order = list(range(len(sites)))
+def _rank(seed: int, key: str) -> bytes:
+    """The site's place in the draw: a hash of the seed and the site's content key (hashlib,
+    not hash(): the same in every interpreter, whatever PYTHONHASHSEED)."""
+    return hashlib.sha256(f"{seed}\0{key}".encode()).digest()
+
+
+def sample_mutants(modules: list[str], n: int | None, seed: int, impl_dir: Path = IMPL_DIR) -> list[Mutant]:
+    """All mutants of `modules`, or the `n` whose content keys hash lowest with `seed` (bottom-k
+    sampling). A shuffle of the list of all sites would redraw every sample on any edit that
+    adds or moves a site; here an edit changes the sample only where it changes a drawn site's
+    key (its function) or adds a site that hashes below the n-th. Only the drawn ones are built:
+    a module has hundreds of sites."""
+    sites = [(mod, original, site) for mod in modules for original, ss in [_sorted_sites(mod, impl_dir)] for site in ss]
     if n is not None and n < len(sites):
-        random.Random(seed).shuffle(order)
+        sites.sort(key=lambda s: _rank(seed, s[2].key))
     out: list[Mutant] = []
-    for i in order:
-        m = _materialise(*sites[i])
+    for mod, original, site in sites:
+        m = _materialise(mod, original, site)
         if m is not None:
             out.append(m)
         if n is not None and len(out) >= n:

@@ -31,6 +31,36 @@ def test_sample_is_fixed_by_its_seed() -> None:
     assert a == b and len(a) == 8 and a != c
 
 
+def _copy_impl(tmp_path: Path, edit: dict[str, str]) -> Path:
+    """A copy of impl/'s coordinator.py and delayed.py, with `edit[name]` in place of a file."""
+    tmp_path.mkdir()
+    for name in ("coordinator.py", "delayed.py"):
+        (tmp_path / name).write_text(edit.get(name, (IMPL_DIR / name).read_text()))
+    return tmp_path
+
+
+def test_the_draw_stays_put_when_code_elsewhere_moves(tmp_path: Path) -> None:
+    """Lines inserted at the top of coordinator.py and a new function with mutation sites of its
+    own in the middle of it move every line number below; the draw keys sites by content, so the
+    sample (by key) of the old code is unchanged except where the new function's sites hash
+    lower than the n-th and push out the last ones. (The shuffle of all sites it replaced
+    redrew the whole sample on such an edit.)"""
+    mods = ["coordinator", "delayed"]
+    source = (IMPL_DIR / "coordinator.py").read_text()
+    cut = source.index("\ndef ", len(source) // 2)
+    added = "\n\ndef _inserted_for_the_test(a, b):\n    x = a + b\n    return x < 3 and not b\n"
+    edited = '# one\n# two\nX_INSERTED = "x"\n' + source[:cut] + added + source[cut:]
+    for seed in (11, 12):
+        before = sample_mutants(mods, 30, seed, impl_dir=_copy_impl(tmp_path / f"a{seed}", {}))
+        after = sample_mutants(mods, 30, seed, impl_dir=_copy_impl(tmp_path / f"b{seed}", {"coordinator.py": edited}))
+        new = [m for m in after if "_inserted_for_the_test" in m.key or "X_INSERTED" in m.key]
+        old = [m for m in after if m not in new]
+        assert len(after) == 30
+        assert {m.key for m in old} <= {m.key for m in before}, seed
+        lines = {m.key: m.line for m in before}
+        assert all(m.line > lines[m.key] for m in old if m.module == "coordinator"), seed
+
+
 def test_the_import_hook_serves_the_mutant_and_leaves_the_repository_alone(tmp_path: Path) -> None:
     before = (IMPL_DIR / "delayed.py").read_text()
     src = tmp_path / "delayed.py"
