@@ -45,12 +45,12 @@ IMPL_MODULES: dict[str, str] = {
     "timer": "timer.py",
     "purgatory": "purgatory.py",
 }
-# Compiled by mypyc into impl/_native and called natively by the other compiled module (the
-# purgatory calls the timer's compiled code whatever the import hook serves): their mutants only
-# run with KGC_PURE=1 (impl/native.py). delayed.py is compiled too but called only from Python
-# (the coordinator), so the hook's mutant is the module every caller sees, compiled build or not
-# (tests/conformance/test_mutate.py loads one).
-NATIVE_MODULES = frozenset({"timer", "purgatory"})
+# Compiled by mypyc into impl/_native and called natively by the other compiled modules (the
+# purgatory calls the timer's compiled code, the delayed operations the group's, whatever the
+# import hook serves): their mutants only run with KGC_PURE=1 (impl/native.py). delayed.py is
+# compiled too but called only from Python (the coordinator), so the hook's mutant is the module
+# every caller sees, compiled build or not (tests/conformance/test_mutate.py loads one).
+NATIVE_MODULES = frozenset({"timer", "purgatory", "group"})
 
 _CMP_SWAP: dict[type[ast.cmpop], type[ast.cmpop]] = {
     ast.Lt: ast.LtE,

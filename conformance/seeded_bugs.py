@@ -550,6 +550,27 @@ class LoadingWindowIgnored(GroupCoordinator):
         return Errors.NOT_COORDINATOR if error is Errors.COORDINATOR_LOAD_IN_PROGRESS else error
 
 
+class _FirstChoiceMember(MemberMetadata):
+    """Reads as empty metadata for a protocol it does not support, where Kafka's
+    MemberMetadata.metadata would throw."""
+
+    def metadata(self, protocol: str) -> str:
+        return dict(self.protocols).get(protocol, "")
+
+
+class _FirstChoiceGroup(GroupMetadata):
+    """Votes each member's first choice while `first_choice_vote` is set (initNextGeneration)."""
+
+    first_choice_vote = False
+
+    def select_protocol(self) -> str:
+        if not self.first_choice_vote:
+            return super().select_protocol()
+        votes = Counter(m.protocols[0][0] for m in self.members.values())
+        most = max(votes.values())
+        return min(name for name, n in votes.items() if n == most)
+
+
 class VoteIgnoresCandidates(GroupCoordinator):
     """initNextGeneration's vote counts each member's first choice, whether every member
     supports it or not (MemberMetadata.vote without the candidates): a group whose members
@@ -557,22 +578,20 @@ class VoteIgnoresCandidates(GroupCoordinator):
     Bug = "vote_ignores_candidates" (NextGenerationProtocol); ties go to the least name. A
     member without the selected protocol reads as empty metadata wherever the coordinator
     asks for it (Kafka's MemberMetadata.metadata would throw: the defect shows in the group,
-    not as an internal error)."""
+    not as an internal error). Interpreted subclasses of the group and member carry the
+    defect: kgc.impl.group may be compiled, and compiled callers do not see a method patched
+    onto an instance."""
+
+    group_metadata_class = _FirstChoiceGroup
+    member_metadata_class = _FirstChoiceMember
 
     def on_complete_join(self, group: GroupMetadata) -> None:
-        def first_choices() -> str:
-            votes = Counter(m.protocols[0][0] for m in group.members.values())
-            most = max(votes.values())
-            return min(name for name, n in votes.items() if n == most)
-
-        # instance attributes shadow the methods, for these objects only
-        for member in group.members.values():
-            setattr(member, "metadata", lambda p, m=member: dict(m.protocols).get(p, ""))  # noqa: B010
-        setattr(group, "select_protocol", first_choices)  # noqa: B010
+        assert isinstance(group, _FirstChoiceGroup)
+        group.first_choice_vote = True
         try:
             super().on_complete_join(group)
         finally:
-            delattr(group, "select_protocol")
+            group.first_choice_vote = False
 
 
 class TimerInsertedFirst(GroupCoordinator):

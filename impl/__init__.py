@@ -1,5 +1,5 @@
-"""kgc.impl: the coordinator. The timer, purgatory and delayed operations load compiled when
-built (kgc.impl.native)."""
+"""kgc.impl: the coordinator. The timer, purgatory, delayed operations and group metadata load
+compiled when built (kgc.impl.native)."""
 
 import sys as _sys
 
@@ -12,6 +12,7 @@ if _native is not None:
         # Load them now, so that an extension that cannot load here (another interpreter's
         # build, a missing shared library) falls back to the sources instead of failing later.
         import kgc.impl.delayed  # noqa: F401
+        import kgc.impl.group  # noqa: F401
         import kgc.impl.purgatory  # noqa: F401
         import kgc.impl.timer  # noqa: F401
     except ImportError:
@@ -19,9 +20,11 @@ if _native is not None:
         for _name in [
             m
             for m in _sys.modules
-            if m.startswith(("kgc.impl.timer", "kgc.impl.purgatory", "kgc.impl.delayed", "kgc.impl.wheel"))
+            if m.startswith(
+                ("kgc.impl.timer", "kgc.impl.purgatory", "kgc.impl.delayed", "kgc.impl.group", "kgc.impl.wheel")
+            )
         ]:
             del _sys.modules[_name]
         _native = None
-# True when kgc.impl.timer, purgatory and delayed are the mypyc-compiled modules.
+# True when kgc.impl.timer, purgatory, delayed and group are the mypyc-compiled modules.
 COMPILED: bool = _native is not None

@@ -229,6 +229,12 @@ def _never_raise(default: Any = None) -> Callable:
 class GroupCoordinator:
     """Handles group membership for every group it hosts (all groups, until unloaded)."""
 
+    # The classes of the groups and members this coordinator makes: a subclass swaps in an
+    # interpreted subclass of either (conformance's seeded vote bug), which reaches the compiled
+    # callers that an instance's monkeypatched method would not (kgc.impl.native).
+    group_metadata_class: type[GroupMetadata] = GroupMetadata
+    member_metadata_class: type[MemberMetadata] = MemberMetadata
+
     def __init__(
         self,
         config: GroupConfig,
@@ -654,7 +660,7 @@ class GroupCoordinator:
         protocols: Protocols,
         respond: _Responder,
     ) -> None:
-        member = MemberMetadata(
+        member = self.member_metadata_class(
             member_id,
             group_instance_id,
             client_id,
@@ -1500,7 +1506,7 @@ class GroupCoordinator:
     def _group_from_record(self, record: StoredGroup) -> GroupMetadata:
         protocol_type = record.protocol_type or ""
         members = [
-            MemberMetadata(
+            self.member_metadata_class(
                 m.member_id,
                 m.group_instance_id,
                 m.client_id,
@@ -1514,7 +1520,7 @@ class GroupCoordinator:
             for m in record.members
         ]
         state = Stable if members else Empty
-        return GroupMetadata.load(
+        return self.group_metadata_class.load(
             record.group_id,
             state,
             record.generation_id,
@@ -1560,7 +1566,7 @@ class GroupCoordinator:
     def _get_or_maybe_create_group(self, group_id: str, create: bool) -> GroupMetadata | None:
         group = self._groups.get(group_id)
         if group is None and create:
-            group = GroupMetadata(group_id, Empty, self._on_transition)
+            group = self.group_metadata_class(group_id, Empty, self._on_transition)
             self._groups[group_id] = group
         return group
 

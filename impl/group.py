@@ -5,6 +5,11 @@ These classes hold state and enforce its local invariants (valid state transitio
 members awaiting a join, the per-protocol support counts); every protocol decision lives in
 `coordinator.py`, as in Kafka. Members are kept in insertion order so that every choice Kafka
 leaves to HashMap iteration order (new leader, protocol vote ties) is deterministic here.
+
+Compiled by mypyc with the timer, purgatory and delayed operations when built (kgc.impl.native):
+every JoinGroup and SyncGroup runs through these classes several times. Interpreted subclasses
+stay allowed (conformance's seeded bugs and tests override a vote or a predicate through them);
+monkeypatching an instance or the class does not reach compiled callers.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from enum import Enum
 from typing import Any
+
+from mypy_extensions import mypyc_attr
 
 from kgc.impl.watch_keys import GroupJoinKey, GroupSyncKey, MemberKey
 
@@ -89,6 +96,7 @@ def _uuid4_text(n: int) -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class MemberMetadata:
     """One member of a group (MemberMetadata.scala).
 
@@ -180,6 +188,7 @@ class MemberMetadata:
         )
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class GroupMetadata:
     """One group's membership and state (GroupMetadata.scala, without offsets)."""
 

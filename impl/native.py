@@ -2,13 +2,13 @@
 else the pure-Python sources beside them.
 
 ``python -m kgc.tools.build_native`` (run by scripts/setup.sh) compiles kgc.impl.timer,
-kgc.impl.purgatory and kgc.impl.delayed with mypyc into ``impl/_native/`` and writes ``stamp.json`` there with the
+kgc.impl.purgatory, kgc.impl.delayed and kgc.impl.group with mypyc into ``impl/_native/`` and writes ``stamp.json`` there with the
 sha256 of each source it compiled. ``kgc.impl`` puts that folder first on its ``__path__`` --
 so ``import kgc.impl.timer`` loads the extension -- only when:
 
 * ``KGC_PURE`` is not set to a non-empty value other than ``0`` (the tests run both ways), and
-* every source still hashes to what the stamp says: an edit to timer.py, purgatory.py or
-  delayed.py after the build makes the compiled copy stale, and a stale copy would silently run old code,
+* every source still hashes to what the stamp says: an edit to timer.py, purgatory.py,
+  delayed.py or group.py after the build makes the compiled copy stale, and a stale copy would silently run old code,
   so the sources win until the next build.
 
 Nothing here imports the compiled modules; the choice is made once, when kgc.impl is imported.
@@ -28,8 +28,10 @@ NATIVE_DIR = IMPL_DIR / "_native"
 STAMP = "stamp.json"
 # The modules compiled, by their file in this folder; the rest of kgc.impl stays Python (the
 # coordinator is subclassed and monkeypatched by conformance's seeded bugs). delayed.py's
-# operations are made, tried and expired per request, and nothing subclasses them.
-COMPILED_MODULES = ("timer.py", "purgatory.py", "delayed.py")
+# operations are made, tried and expired per request, and nothing subclasses them; group.py's
+# GroupMetadata and MemberMetadata are read and changed several times per JoinGroup and
+# SyncGroup, and what subclasses them is interpreted (allow_interpreted_subclasses).
+COMPILED_MODULES = ("timer.py", "purgatory.py", "delayed.py", "group.py")
 
 
 def pure_requested() -> bool:

@@ -11,10 +11,10 @@ if [ ! -x .venv/bin/python ]; then
 fi
 PIP_DISABLE_PIP_VERSION_CHECK=1 .venv/bin/python -m pip install -q -e ".[test,bench,browser,clients,spark${KGC_EXTRAS:+,$KGC_EXTRAS}]"
 .venv/bin/python -c "import kgc.impl, kgc.tools" || { echo "setup: kgc did not install" >&2; exit 1; }
-# The timer, purgatory and delayed operations compiled with mypyc (python -m kgc.tools.build_native; a no-op when the
+# The timer, purgatory, delayed operations and group metadata compiled with mypyc (python -m kgc.tools.build_native; a no-op when the
 # build is current). Without a C compiler the pure-Python sources run, as they do with KGC_PURE=1.
 .venv/bin/python -m kgc.tools.build_native \
-  || echo "setup: kgc.impl.timer, purgatory and delayed stay pure Python (the reason is on the line above)" >&2
+  || echo "setup: kgc.impl.timer, purgatory, delayed and group stay pure Python (the reason is on the line above)" >&2
 # `kgc show` pages are tested in a real browser: Playwright drives the system chromium through
 # its executable path (no `playwright install`: it downloads, which a closed network refuses).
 if [ ! -x /usr/bin/chromium ] && [ -z "${KGC_CHROMIUM:-}" ]; then

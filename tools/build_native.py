@@ -1,4 +1,4 @@
-"""`python -m kgc.tools.build_native`: compile kgc.impl.timer, purgatory and delayed with mypyc.
+"""`python -m kgc.tools.build_native`: compile kgc.impl.timer, purgatory, delayed and group with mypyc.
 
 Why a separate step and not a build hook in pyproject: the compiled modules are an
 optimisation with a pure-Python fallback, so installing kgc must not need mypy and a C
@@ -130,9 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         where = build(verbose=args.verbose, force=args.force)
     except BuildFailed as exc:
-        print(f"build_native: could not compile kgc.impl.timer/purgatory/delayed: {exc}", file=sys.stderr)
+        print(f"build_native: could not compile kgc.impl.timer/purgatory/delayed/group: {exc}", file=sys.stderr)
         return 1
-    print(f"build_native: compiled kgc.impl.timer, purgatory and delayed into {where}")
+    print(f"build_native: compiled kgc.impl.timer, purgatory, delayed and group into {where}")
     return 0
 
 

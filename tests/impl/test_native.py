@@ -1,5 +1,5 @@
-"""The mypyc-compiled timer, purgatory and delayed operations against the pure-Python sources
-(kgc.impl.native).
+"""The mypyc-compiled timer, purgatory, delayed operations and group metadata against the
+pure-Python sources (kgc.impl.native).
 
 The compiled modules are what the coordinator runs when scripts/setup.sh could build them, so
 they must behave exactly like the sources: the same firing order (deadline, add order), the
@@ -31,6 +31,7 @@ import kgc.impl
 import kgc.impl.native as native
 from kgc.impl import coordinator as loaded_coordinator
 from kgc.impl import delayed as loaded_delayed
+from kgc.impl import group as loaded_group
 from kgc.impl import purgatory as loaded_purgatory
 from kgc.impl import timer as loaded_timer
 from kgc.impl.clock import VirtualClock
@@ -41,10 +42,10 @@ IMPL = Path(native.__file__).resolve().parent
 
 
 def _load_sources() -> tuple[ModuleType, ...]:
-    """timer.py, purgatory.py, delayed.py and coordinator.py from source, whatever kgc.impl
+    """timer.py, purgatory.py, group.py, delayed.py and coordinator.py from source, whatever kgc.impl
     loaded; each bound to the source copies before it. sys.modules is restored afterwards, so
     nothing else sees them."""
-    names = ("kgc.impl.timer", "kgc.impl.purgatory", "kgc.impl.delayed", "kgc.impl.coordinator")
+    names = ("kgc.impl.timer", "kgc.impl.purgatory", "kgc.impl.group", "kgc.impl.delayed", "kgc.impl.coordinator")
     saved = {n: sys.modules.pop(n) for n in names if n in sys.modules}
     try:
         mods = []
@@ -62,7 +63,7 @@ def _load_sources() -> tuple[ModuleType, ...]:
         sys.modules.update(saved)
 
 
-PURE_TIMER, PURE_PURGATORY, PURE_DELAYED, PURE_COORDINATOR = _load_sources()
+PURE_TIMER, PURE_PURGATORY, PURE_GROUP, PURE_DELAYED, PURE_COORDINATOR = _load_sources()
 SIDES = {
     "loaded": (loaded_timer, loaded_purgatory),
     "source": (PURE_TIMER, PURE_PURGATORY),
@@ -80,6 +81,8 @@ def test_the_comparison_really_has_two_sides_when_compiled():
         assert hasattr(PURE_TIMER.SystemTimer.add, "__code__")
         assert not hasattr(loaded_delayed.DelayedHeartbeat.try_complete, "__code__")
         assert hasattr(PURE_DELAYED.DelayedHeartbeat.try_complete, "__code__")
+        assert not hasattr(loaded_group.GroupMetadata.add, "__code__")
+        assert hasattr(PURE_GROUP.GroupMetadata.add, "__code__")
     assert issubclass(PURE_PURGATORY.DelayedOperation, PURE_TIMER.TimerTask)
     assert issubclass(PURE_DELAYED.DelayedHeartbeat, PURE_PURGATORY.DelayedOperation)
     assert PURE_COORDINATOR.DelayedHeartbeat is PURE_DELAYED.DelayedHeartbeat
@@ -371,7 +374,9 @@ def test_the_compiled_modules_are_loaded_when_they_can_be():
     if not _compiler_available():
         assert not kgc.impl.COMPILED
         return
-    assert kgc.impl.COMPILED, "kgc.impl.timer/purgatory/delayed are not compiled: run python -m kgc.tools.build_native"
+    assert kgc.impl.COMPILED, (
+        "kgc.impl.timer/purgatory/delayed/group are not compiled: run python -m kgc.tools.build_native"
+    )
     out = subprocess.run(
         [sys.executable, "-c", "import kgc.impl; print(kgc.impl.COMPILED)"],
         env={**os.environ, "KGC_PURE": "1"},
@@ -418,7 +423,9 @@ def test_a_failed_build_says_why_in_one_line_and_keeps_the_current_build(tmp_pat
     )
     assert out.returncode == 1
     lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("build_native: could not compile kgc.impl.timer/purgatory/delayed")
+    assert len(lines) == 1 and lines[0].startswith(
+        "build_native: could not compile kgc.impl.timer/purgatory/delayed/group"
+    )
     after = sorted(p.name for p in native.NATIVE_DIR.iterdir()) if native.NATIVE_DIR.exists() else []
     assert after == before
 
@@ -436,17 +443,28 @@ def test_a_try_complete_that_raises_is_recorded_and_leaves_the_operation_pending
 ) -> None:
     """The tryComplete predicates live in delayed.py (compiled): an error in one is recorded
     under Kafka's name with its traceback, as the coordinator's never-raise wrapper did, and
-    the request is still answered."""
-    import kgc.impl.group
-
-    def boom(self: object) -> bool:
-        raise RuntimeError("broken predicate")
-
+    the request is still answered. The predicate breaks in an interpreted subclass of the
+    group or member (group.py may be compiled: a class patched in place would not reach
+    compiled callers), which the coordinator makes through its metadata classes."""
     timer_mod, coordinator_mod = COORDINATORS[side]
+    broken = {"on": False}
+    base = getattr(coordinator_mod, owner)
+
+    def predicate(self: object) -> bool:
+        if broken["on"]:
+            raise RuntimeError("broken predicate")
+        return getattr(super(broken_class, self), attribute)  # type: ignore[no-any-return]
+
+    broken_class = type(f"Broken{owner}", (base,), {attribute: property(predicate)})
+    coordinator_class = type(
+        "BrokenCoordinator",
+        (coordinator_mod.GroupCoordinator,),
+        {"group_metadata_class" if owner == "GroupMetadata" else "member_metadata_class": broken_class},
+    )
     clock = VirtualClock()
     timer = timer_mod.SystemTimer(clock)
     config = coordinator_mod.GroupConfig(min_session_timeout_ms=10, initial_rebalance_delay_ms=0)
-    c = coordinator_mod.GroupCoordinator(config, clock, timer, InMemoryGroupStore())
+    c = coordinator_class(config, clock, timer, InMemoryGroupStore())
     answers: list = []
     join = ("g", None, False, "c", "h", 100, 1_000, "consumer", [("range", "")], answers.append)
     c.handle_join_group(join[0], "", *join[1:])
@@ -454,7 +472,7 @@ def test_a_try_complete_that_raises_is_recorded_and_leaves_the_operation_pending
     member_id, generation = answers[0].member_id, answers[0].generation_id
     c.handle_sync_group("g", generation, member_id, None, None, None, {member_id: "a"}, answers.append)
     assert [a.error.name for a in answers] == ["NONE", "NONE"] and c.internal_errors == []
-    monkeypatch.setattr(getattr(kgc.impl.group, owner), attribute, property(boom))
+    broken["on"] = True
     if where == "try_complete_heartbeat":
         c.handle_heartbeat("g", member_id, None, generation, answers.append)
     else:
@@ -462,6 +480,6 @@ def test_a_try_complete_that_raises_is_recorded_and_leaves_the_operation_pending
     assert c.internal_errors, "the broken predicate was never called"
     first = c.internal_errors[0]
     assert first.startswith(f"{where}: Traceback") and "broken predicate" in first, first
-    monkeypatch.undo()
+    broken["on"] = False
     timer.advance_to(clock.now_ms() + 2_000)  # the pending operation expires: the request is answered
     assert len(answers) == 3, answers
