@@ -8,7 +8,7 @@ The process group is killed when the detector's time budget runs out (TLC's JVM 
 Outcome per pair: `killed` (the detector exited non-zero: a violation, a divergence, an internal
 error recorded by conformance/faults.py, or an exception the mutant caused), `timeout` (budget
 spent: counted as killed, as mutation tools do, but reported apart since a slow detector can
-cause it too) or `survived` (exit 0).
+cause it too), `survived` (exit 0) or `skipped` (`first_kill`: an earlier detector killed it).
 """
 
 from __future__ import annotations
@@ -103,14 +103,21 @@ def run_mutants(
     traces: Path | None,
     fuzz_examples: int,
     on_done: Callable[[MutantResult], None] = lambda r: None,
+    first_kill: bool = False,
 ) -> list[MutantResult]:
-    """Every mutant against every detector, `jobs` mutants at a time."""
+    """Every mutant against every detector, `jobs` mutants at a time. With `first_kill`, a
+    mutant's detectors stop at the first (in `detectors` order) that kills it, the rest marked
+    `skipped`: the together score is the same, and a slow detector (validate: minutes per
+    mutant under load) runs only on what the quick ones missed."""
     with tempfile.TemporaryDirectory(prefix="kgc-mutate-") as tmp:
 
         def one(index: int) -> MutantResult:
             mutant = mutants[index]
             result = MutantResult(mutant)
             for det in detectors:
+                if first_kill and result.killed_by(detectors):
+                    result.outcomes[det], result.seconds[det], result.evidence[det] = "skipped", 0.0, ""
+                    continue
                 scratch = Path(tmp) / f"m{index}" / det
                 argv = detector_argv(det, scratch, traces, fuzz_examples)
                 outcome, took, last = run_detector(argv, mutant, budget, scratch)

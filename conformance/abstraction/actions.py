@@ -122,22 +122,19 @@ NOT_A_RESPONSE = "NOT_A_RESPONSE"
 
 
 def response_error(result: Any) -> str:
-    """The error name the spec records as lastAction.resp for a response."""
-    if isinstance(result, Errors):
-        return result.name
+    """The error name the spec records as lastAction.resp for a response. A coordinator defect
+    (a handler answering None, a bare value, an OffsetCommit or LeaveGroup answer with None in
+    place of an error) is recorded as a response no spec action has, so conform diverges and
+    fuzz's ResponseAllowed reports it, instead of the harness failing with an AttributeError."""
     if isinstance(result, dict):
-        return commit_error(result).name
-    if isinstance(result, LeaveGroupResult):
+        result = commit_error(result)
+    elif isinstance(result, LeaveGroupResult):
         if result.error is Errors.NONE and result.member_responses:
-            return result.member_responses[0][2].name
-        return result.error.name
-    error = getattr(result, "error", None)
-    if isinstance(error, Errors):
-        return error.name
-    # A coordinator defect (a handler answering None or a bare value): recorded as a response no
-    # spec action has, so conform diverges and fuzz's ResponseAllowed reports it, instead of the
-    # harness failing with an AttributeError.
-    return NOT_A_RESPONSE
+            result = result.member_responses[0][2]
+        else:
+            result = result.error
+    error = result if isinstance(result, Errors) else getattr(result, "error", None)
+    return error.name if isinstance(error, Errors) else NOT_A_RESPONSE
 
 
 # ----------------------------------------------------------------------------------------------

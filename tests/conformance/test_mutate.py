@@ -88,6 +88,23 @@ def test_a_known_bad_mutant_is_killed_by_replay(tmp_path: Path) -> None:
     assert outcome == "killed", evidence
 
 
+def test_an_offset_commit_answered_none_is_a_finding_not_a_checker_crash() -> None:
+    """`_commit_offsets` returning None where it accepts: the coordinator answers the commit
+    {partition: None}. The fuzz machine's abstraction once took the answer's `.name` and the run
+    ended as a checker crash (exit 21); the answer is a response no spec action has, which
+    ResponseAllowed reports (exit 10). Run with `first_kill`, so replay, after fuzz, is skipped."""
+    mutant = next(
+        m
+        for m in mutants_of("coordinator", within="GroupCoordinator._commit_offsets")
+        if m.operator == "return-none" and "_ERR_NONE" in m.key
+    )
+    [result] = run_mutants([mutant], ["fuzz", "replay"], 300, 1, None, 100, first_kill=True)
+    evidence = result.evidence["fuzz"]
+    assert result.outcomes["fuzz"] == "killed" and evidence.startswith("exit 10:"), evidence
+    assert "ResponseAllowed: commit" in evidence, evidence
+    assert result.outcomes["replay"] == "skipped"
+
+
 # Measured on this sample (seed 20, 20 mutants of coordinator.py + delayed.py, 30 fuzz examples,
 # profile ci which is derandomized): with static consumers drawn with the deferred store, the
 # FailedStaticReplacementReverted check and requests to unknown groups in the machine, replay
