@@ -106,27 +106,23 @@ def test_an_offset_commit_answered_none_is_a_finding_not_a_checker_crash() -> No
 
 
 # Measured on this sample (seed 20, 20 mutants of coordinator.py + delayed.py, 30 fuzz examples,
-# profile ci which is derandomized): with static consumers drawn with the deferred store, the
-# FailedStaticReplacementReverted check and requests to unknown groups in the machine, replay
-# 14/20, fuzz 13/20 then 12/20 once other conformance/ changes were merged (the derandomized
-# examples move with them), together 14/20 (before: 14, 10, 14 on 1ddc7ca's draw, 14, 12, 14 on
-# 95b5b9d's); again 14, 12, 14 with InitialDelayedJoinOnTime and the failed static replacement's
-# leader check in the machine (those kill mutants of the seed-60 sample, none of this one's
-# survivors). Then fc94b75 and 39a1531 (delayed.py compiled, predicates moved in coordinator.py) moved the sites and
-# so the draw: on 7760a6c the new 20 score replay 16, fuzz 13, together 17 (load ~16; the three no
-# detector kills are equivalent: coordinator:191, 290, 1462). The floor is one mutant below. The draw follows the source: an edit to impl/
-# changes the sample, so re-measure then (kgc mutate --sample 20 --seed 20 --detectors replay,fuzz).
-# With JoinCompletedOnceAllJoined, JoinParkedOnlyInRebalance, LoadedAsStored, the admin's removal
-# in LeftMemberRemoved, SyncGroup v5's inconsistent situation and the generation-0 commits in the
-# machine: on 01cb0f6's impl/ replay 17, fuzz 16, together 18 (load 13-16); on b94a71a's (whose
-# coordinator.py edit moved the draw) replay 15, fuzz 15, together 17 (load ~15; the three no
-# detector kills: coordinator:189, 1460 and delayed:163). Then a183e1b's coordinator.py edit drew
-# another 20 altogether: replay 12, fuzz 6, together 12 (load 6-9; 8 that no detector kills,
-# not classified: coordinator:328, 992, 1416, delayed:81, 94, 163, 190, 204); and 4119a84's main
-# (coordinator.py edited again) another: replay 14, fuzz 11, together 14 (load ~5; 6 no detector
-# kills, not classified: coordinator:238, 267, 843, 1493, 1575, delayed:111). The floors are one
-# mutant below that draw's scores.
-FLOOR = {"replay": 65.0, "fuzz": 50.0, "all": 65.0}
+# profile ci, derandomized; `kgc mutate --sample 20 --seed 20 --detectors replay,fuzz
+# --fuzz-examples 30 --jobs 2 --budget 240`). Since db4d652 the draw is by content (bottom-k
+# over line-free site keys), so an edit to impl/ redraws only the sites of the functions it
+# edits; the floors set before it (history in git and the README) were for other draws. On
+# 2c7a711 (load 10-13): replay 18/20, fuzz 13/20, together 18/20. 495a72f edited two functions
+# of coordinator.py, which swapped one mutant (a `members = [...]` dropped in _group_from_record
+# out, `member = self.member_metadata_class(...)` dropped in the join path in, killed by both);
+# on b2682c7 (main 24a6875, load 15-21): replay 18/20 (90 %; coordinator:870,
+# on_complete_initial_join's `new_member_added = False` dropped, by the 240 s budget running
+# out), fuzz 14/20 (70 %), together 18/20 (90 %). No detector kills delayed:100
+# (DelayedJoin.on_expiration's call of on_expire_join, which is a no-op: equivalent) or
+# delayed:212 (DelayedSync.try_complete's `return False` after an internal error, None being as
+# falsy: equivalent). Fuzz alone misses coordinator:91 (the new-member join timeout 300000 ->
+# 300001 ms: 1 ms late, which the machine's timed-liveness bounds, in scaled time units, do not
+# resolve; not looked into further), 1105 (SyncGroup v5's protocol-name check) and 1507, 1545 (a
+# stored group's load raises) in these 30 examples. The floors are one mutant below.
+FLOOR = {"replay": 85.0, "fuzz": 65.0, "all": 85.0}
 
 
 @pytest.mark.slow
