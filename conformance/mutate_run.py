@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -59,6 +60,24 @@ class MutantResult:
         return any(self.outcomes.get(d) in ("killed", "timeout") for d in detectors)
 
 
+# The detector processes running now: each is in a session of its own (so the budget's kill
+# takes TLC's JVM with it), which also keeps a Ctrl-C at the terminal from reaching them, so
+# run_mutants ends them itself when it is interrupted.
+_LIVE: set[subprocess.Popen[str]] = set()
+_LIVE_LOCK = threading.Lock()
+_STOPPING = threading.Event()
+
+
+def _kill_live() -> None:
+    with _LIVE_LOCK:
+        _STOPPING.set()
+        for proc in _LIVE:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
 def run_detector(argv: list[str], mutant: Mutant | None, budget: float, scratch: Path) -> tuple[str, float, str]:
     """Run `kgc <argv>` with `mutant` loaded (None: the unmutated code). Returns (outcome,
     seconds, the last line of output)."""
@@ -82,12 +101,22 @@ def run_detector(argv: list[str], mutant: Mutant | None, budget: float, scratch:
         cwd=scratch,
         start_new_session=True,
     )
+    with _LIVE_LOCK:
+        _LIVE.add(proc)
+        if _STOPPING.is_set():  # interrupted while it started
+            os.killpg(proc.pid, signal.SIGKILL)
     try:
         out, _ = proc.communicate(timeout=budget)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
         return "timeout", time.monotonic() - started, f"no verdict in {budget:.0f} s"
+    except BaseException:  # Ctrl-C while waiting in the main thread (kgc mutate's baselines)
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise
+    finally:
+        with _LIVE_LOCK:
+            _LIVE.discard(proc)
     took = time.monotonic() - started
     lines = [ln for ln in out.splitlines() if ln.strip()]
     verdicts = [ln for ln in lines if ln.startswith(("FAIL", "ERROR")) or "VIOLATED" in ln or "diverge" in ln]
@@ -115,6 +144,8 @@ def run_mutants(
             mutant = mutants[index]
             result = MutantResult(mutant)
             for det in detectors:
+                if _STOPPING.is_set():
+                    break
                 if first_kill and result.killed_by(detectors):
                     result.outcomes[det], result.seconds[det], result.evidence[det] = "skipped", 0.0, ""
                     continue
@@ -122,11 +153,20 @@ def run_mutants(
                 argv = detector_argv(det, scratch, traces, fuzz_examples)
                 outcome, took, last = run_detector(argv, mutant, budget, scratch)
                 result.outcomes[det], result.seconds[det], result.evidence[det] = outcome, took, last
-            on_done(result)
+            if not _STOPPING.is_set():
+                on_done(result)
             return result
 
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
+        _STOPPING.clear()
+        pool = ThreadPoolExecutor(max_workers=jobs)
+        try:
             return list(pool.map(one, range(len(mutants))))
+        except BaseException:  # Ctrl-C, SIGTERM: no mutant is started after, none left running
+            pool.shutdown(wait=False, cancel_futures=True)
+            _kill_live()
+            raise
+        finally:
+            pool.shutdown(wait=True)
 
 
 def scores(results: Sequence[MutantResult], detectors: Sequence[str]) -> dict[str, float]:

@@ -134,6 +134,58 @@ def test_kill_rates_on_a_fixed_sample_stay_above_the_floor() -> None:
         assert rates[detector] >= floor, (detector, rates)
 
 
+def _children(pid: int) -> list[int]:
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+def test_ctrl_c_ends_the_detectors_running_in_their_own_sessions(tmp_path: Path) -> None:
+    """The detectors run in sessions of their own, which a Ctrl-C at the terminal does not
+    reach: run_mutants kills them when interrupted and starts no other (before, it waited for
+    each to end or use up its budget, and the pool went on to the next detector)."""
+    import os
+    import signal
+    import time
+
+    code = (
+        "from kgc.conformance.mutate import mutants_of\n"
+        "from kgc.conformance.mutate_run import run_mutants\n"
+        "ms = list(mutants_of('coordinator', within='GroupCoordinator._commit_offsets'))[:2]\n"
+        "print('start', flush=True)\n"
+        "run_mutants(ms, ['fuzz', 'replay'], 600, 2, None, 1000000)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    detectors: list[int] = []
+    try:
+        deadline = time.monotonic() + 240
+        while len(_children(proc.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        detectors = _children(proc.pid)
+        assert len(detectors) == 2, proc.stderr.read() if proc.poll() is not None else "no detector started"
+        time.sleep(2)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert "KeyboardInterrupt" in err
+        for pid in detectors:
+            assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text(), pid
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        for pid in detectors:  # each leads its own process group (start_new_session)
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
 def test_an_unknown_module_is_a_one_line_usage_error() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "kgc.tools.entry", "mutate", "--modules", "nosuch", "--detectors", "replay"],
