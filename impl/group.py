@@ -15,10 +15,9 @@ monkeypatching an instance or the class does not reach compiled callers.
 from __future__ import annotations
 
 import random
-from collections import Counter
 from collections.abc import Callable, Iterable
 from enum import Enum
-from typing import Any
+from typing import Any, Final
 
 from mypy_extensions import mypyc_attr
 
@@ -65,12 +64,24 @@ _VALID_PREVIOUS_STATES: dict[GroupState, frozenset[GroupState]] = {
 
 
 # Bound once: `GroupState.X` goes through EnumType's slow attribute hook (~10x a global), and
-# every transition and rebalance check read one.
-_EMPTY = GroupState.Empty
-_DEAD = GroupState.Dead
-_PREPARING_REBALANCE = GroupState.PreparingRebalance
-_COMPLETING_REBALANCE = GroupState.CompletingRebalance
-_CAN_REBALANCE_FROM = _VALID_PREVIOUS_STATES[_PREPARING_REBALANCE]
+# every transition and rebalance check read one (Final: compiled, a C static).
+_EMPTY: Final = GroupState.Empty
+_DEAD: Final = GroupState.Dead
+_PREPARING_REBALANCE: Final = GroupState.PreparingRebalance
+_COMPLETING_REBALANCE: Final = GroupState.CompletingRebalance
+# The table again as tuples, for the checks on every transition: `in` on a frozenset (or a dict
+# lookup) hashes the state, and a GroupState's hash is Enum.__hash__, a Python function (three
+# calls per transition before); `in` on a tuple compares identity first and calls nothing.
+_ENTERED_FROM: Final = tuple((state, tuple(previous)) for state, previous in _VALID_PREVIOUS_STATES.items())
+_CAN_REBALANCE_FROM: Final = tuple(_VALID_PREVIOUS_STATES[GroupState.PreparingRebalance])
+
+
+def _entered_from(target: GroupState) -> tuple[GroupState, ...]:
+    """_VALID_PREVIOUS_STATES[target] as a tuple, found by identity (no hash)."""
+    for state, previous in _ENTERED_FROM:
+        if state is target:
+            return previous
+    raise KeyError(target)
 
 
 class IllegalStateTransition(Exception):
@@ -214,7 +225,8 @@ class GroupMetadata:
         self.pending_sync_members: set[str] = set()  # joined this generation, no SyncGroup yet
         self.num_members_awaiting_join = 0
         self.new_member_added = False  # lets InitialDelayedJoin extend its delay
-        self._supported_protocols: Counter[str] = Counter()
+        # protocol name -> members supporting it (a dict: Counter's methods are Python code)
+        self._supported_protocols: dict[str, int] = {}
         self._transition_listener = transition_listener
 
     # -- construction from the store ---------------------------------------------------------
@@ -254,7 +266,7 @@ class GroupMetadata:
 
     def transition_to(self, target: GroupState) -> None:
         """The only way the state changes; refuses what Kafka's assertValidTransition refuses."""
-        if self._state not in _VALID_PREVIOUS_STATES[target]:
+        if self._state not in _entered_from(target):
             raise IllegalStateTransition(
                 f"Group {self.group_id} should be in one of "
                 f"{sorted(s.value for s in target.valid_previous_states)} before moving to "
@@ -405,14 +417,18 @@ class GroupMetadata:
     def _inc_supported_protocols(self, member: MemberMetadata) -> None:
         # Distinct names: a request listing a name twice would make Kafka's per-entry count
         # exceed the member count and its vote throw; counting names once keeps it sound.
+        supported = self._supported_protocols
         for name in member.protocol_names:
-            self._supported_protocols[name] += 1
+            supported[name] = supported.get(name, 0) + 1
 
     def _dec_supported_protocols(self, member: MemberMetadata) -> None:
+        supported = self._supported_protocols
         for name in member.protocol_names:
-            self._supported_protocols[name] -= 1
-            if self._supported_protocols[name] <= 0:
-                del self._supported_protocols[name]
+            count = supported.get(name, 0) - 1
+            if count <= 0:
+                supported.pop(name, None)
+            else:
+                supported[name] = count
 
     def candidate_protocols(self) -> set[str]:
         """Protocols every member supports."""
@@ -430,7 +446,10 @@ class GroupMetadata:
         if not self.members:
             raise ValueError("Cannot select protocol for empty group")
         candidates = self.candidate_protocols()
-        votes: Counter[str] = Counter(m.vote(candidates) for m in self.members.values())
+        votes: dict[str, int] = {}
+        for m in self.members.values():
+            vote = m.vote(candidates)
+            votes[vote] = votes.get(vote, 0) + 1
         most = max(votes.values())
         return min(name for name, n in votes.items() if n == most)
 
