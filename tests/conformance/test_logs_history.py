@@ -3,7 +3,12 @@ patterns are warnings, and a partial history (mid-rebalance start, gaps, moves) 
 
 from __future__ import annotations
 
-from kgc.conformance.pipeline.logs_history import Event, check_group, state_sequence
+from datetime import datetime
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kgc.conformance.pipeline.logs_history import Event, check_group, parse_ts_ms, state_sequence
 
 
 def ev(
@@ -103,3 +108,44 @@ def test_a_completion_that_does_not_start_a_new_generation_is_a_violation() -> N
     events = [ev(1, "prepare", 3), ev(2, "stabilized", 3, sec=1, members=1)]
     assert ("violation", "generation_not_incremented", 2) in rules(events)
     assert ("violation", "generation_not_incremented", 1) in rules([ev(1, "empty", 0)])
+
+
+def _strptime_ms(ts: str) -> int | None:
+    """What parse_ts_ms returned before its fast path: the reference it must agree with."""
+    if not ts:
+        return None
+    text = ts.replace("T", " ").replace(",", ".")
+    for layout in ("%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S"):
+        try:
+            return int(datetime.strptime(text, layout).timestamp() * 1000)
+        except ValueError:
+            continue
+    return None
+
+
+_TS_PART = st.sampled_from(
+    ["2024", "1999", "24", "0", "00", "1", "01", "9", "12", "13", "23", "24", "31", "32", "59", "60"]
+)
+
+
+@given(
+    st.lists(_TS_PART, min_size=6, max_size=6),
+    st.sampled_from([" ", "T", "  ", "\t", "x", ""]),
+    st.sampled_from(["", ",5", ".123", ",123456", ",1234567", ",", ".x", " ", "Z"]),
+)
+def test_parse_ts_ms_reads_what_strptime_read(parts: list[str], sep: str, tail: str) -> None:
+    year, month, day, hour, minute, second = parts
+    ts = f"{year}-{month}-{day}{sep}{hour}:{minute}:{second}{tail}"
+    assert parse_ts_ms(ts) == _strptime_ms(ts)
+
+
+def test_parse_ts_ms_kafka_layouts() -> None:
+    assert parse_ts_ms("2021-06-09 10:00:01,250") == parse_ts_ms("2021-06-09 10:00:00,000") + 1250  # type: ignore[operator]
+    assert parse_ts_ms("2021-06-09T10:00:00.5") == _strptime_ms("2021-06-09 10:00:00,500")
+    assert parse_ts_ms("") is None and parse_ts_ms("yesterday") is None and parse_ts_ms("2021-02-30 10:00:00") is None
+
+
+def test_an_event_parses_its_time_once() -> None:
+    event = ev(1, "prepare", 0, sec=1.5)
+    assert event.ts_ms == event.ts_ms == parse_ts_ms(event.ts)
+    assert "ts_ms" in vars(event)  # cached on the event: the window rules read it again and again
