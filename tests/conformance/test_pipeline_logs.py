@@ -158,9 +158,9 @@ WRITE_IN_FLIGHT = {
 
 def _rebuilt(spark: object, out: Path) -> dict[tuple[str, str], list[tuple[str, int | None]]]:
     from kgc.conformance.pipeline.logs_history import Event, state_sequence
-    from kgc.conformance.pipeline.logs_pipeline import events_by_group
+    from kgc.conformance.pipeline.logs_pipeline import CHECK_COLUMNS, events_by_group
 
-    rows = spark.read.parquet(str(out / "events")).collect()  # type: ignore[attr-defined]
+    rows = spark.read.parquet(str(out / "events")).select(*CHECK_COLUMNS).collect()  # type: ignore[attr-defined]
     by_broker: dict[tuple[str, str], list[Event]] = {}
     for group, events in events_by_group(rows).items():
         for event in events:
