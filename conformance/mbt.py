@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 from kgc.conformance.abstraction import (
-    NO_MEMBER,
     SPEC_VARIABLES,
     TIMER_STEPS,
     AbstractionError,
@@ -42,7 +41,7 @@ from kgc.conformance.abstraction import (
 )
 from kgc.conformance.abstraction.actions import VIEW_ONLY_ACTIONS, apply_client_event, client_name
 from kgc.conformance.abstraction.incremental import IncrementalAbstraction
-from kgc.conformance.abstraction.state import CLIENT_VARIABLES
+from kgc.conformance.abstraction.state import CLIENT_VARIABLES, NO_STORE
 from kgc.conformance.faults import new_faults
 from kgc.conformance.recorded_trace import write_trace
 from kgc.conformance.recorder import RunRecorder
@@ -51,7 +50,7 @@ from kgc.impl.coordinator import GroupCoordinator
 from kgc.spec.itf import read_itf, write_itf
 from kgc.spec.jsonfile import InputError
 from kgc.spec.tlc_result import CheckResult, Outcome, Trace, TraceState
-from kgc.spec.values import Record, TlaValue, format_value, parse_state, parse_value, sort_key
+from kgc.spec.values import TlaValue, format_value, parse_state, parse_value, sort_key
 
 __all__ = [
     "ConformReport",
@@ -673,14 +672,13 @@ def _conform_view(impl: dict[str, TlaValue], world: World) -> dict[str, TlaValue
     allows a failover); a model without failovers has the spec's empty ones."""
     if world.k.max_failovers > 0 or (not impl["store"]["exists"] and not impl["leaderLog"] and not impl["ackLog"]):
         return impl
-    return {**impl, "store": _NO_STORE, "leaderLog": frozenset(), "ackLog": frozenset()}
+    return {**impl, "store": NO_STORE, "leaderLog": frozenset(), "ackLog": frozenset()}
 
 
 _VARIABLES = frozenset(SPEC_VARIABLES)
 _CLIENT_REPORT_ORDER = tuple(n for n in REPORT_ORDER if n in CLIENT_VARIABLES)
 _COORDINATOR_OF = itemgetter(*(n for n in SPEC_VARIABLES if n not in CLIENT_VARIABLES))
 _NO_RESPONSE_STEPS = TIMER_STEPS | {"AdvanceTime", "GroupUnload", "GroupLoad"}
-_NO_STORE = Record({"exists": False, "gen": 0, "leader": NO_MEMBER, "members": frozenset(), "plan": frozenset()})
 
 
 def _action_diff(la: Mapping[str, Any], res: StepResult) -> list[tuple[str, str, str]]:

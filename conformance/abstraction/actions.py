@@ -519,7 +519,7 @@ def apply_action(world: World, la: Mapping[str, Any], fire: Any = None) -> StepR
         pre_gen = world.gen(stale_generation(world, flag))
     new_ids = world.ids.seen - ids_before
     newest = (world.ids.peek(world.ids.newest(1)[0]) or NO_MEMBER) if new_ids == 1 else NO_MEMBER
-    res.last_action = Record(
+    res.last_action = Record.of_fields(
         {
             "name": name,
             "client": ModelValue(c) if view is not None else ModelValue("NoClient"),

@@ -36,7 +36,8 @@ Hypothesis-drawn random runs.
 from __future__ import annotations
 
 import os
-from operator import attrgetter, is_
+from itertools import compress
+from operator import attrgetter, is_, is_not
 from typing import Any
 
 from kgc.conformance.abstraction.actions import VIEW_ONLY_ACTIONS
@@ -116,7 +117,10 @@ class IncrementalAbstraction:
         if not reuse:
             previous = self._coordinator
             coordinator = self._recompute_coordinator(observed)
-            changed.update(n for n, v in coordinator.items() if previous.get(n) is not v)
+            if tuple(previous) == tuple(coordinator):  # the same names in the same order: one C-level pass
+                changed.update(compress(coordinator, map(is_not, coordinator.values(), previous.values())))
+            else:
+                changed.update(n for n, v in coordinator.items() if previous.get(n) is not v)
             state.update(coordinator)
         self._gen_key = gen_key
         if regen:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from collections.abc import Set as AbstractSet
+from itertools import compress
+from operator import attrgetter
 from typing import Any
 
 from kgc.conformance.abstraction.constants import (
@@ -99,7 +101,7 @@ def timer_record(world: World, op: Any) -> Record:
     else:
         orphan, olds, nma = is_orphan(op, group, world.orphaned), frozenset(), False
     deadline = op.deadline_ms()
-    return Record(
+    return Record.of_fields(
         {
             "kind": kind,
             "member": world.ids.spec(op.member_id) if heartbeat else NO_MEMBER,
@@ -133,13 +135,16 @@ def _record_plan(world: World, record: Any) -> frozenset[int]:
     return _plan_of(world, [m.assignment for m in record.members], frozenset(m.member_id for m in record.members))
 
 
+#: The spec's store when nothing is stored (or MaxFailovers = 0: not kept).
+NO_STORE = Record({"exists": False, "gen": 0, "leader": NO_MEMBER, "members": frozenset(), "plan": frozenset()})
+
+
 def _store(world: World, history: bool) -> Record:
-    none = Record({"exists": False, "gen": 0, "leader": NO_MEMBER, "members": frozenset(), "plan": frozenset()})
     if not history:
-        return none
+        return NO_STORE
     record = world.coordinator.store.load_group(GROUP_ID)
     if record is None:
-        return none
+        return NO_STORE
     return Record(
         {
             "exists": True,
@@ -163,6 +168,12 @@ def _static_variables(world: World, history: bool, fresh: bool = False) -> dict[
     keeps after the member is gone (world.member_instances); storeStatic: the instance ids of
     the stored group's members, kept as `store` is (only when MaxFailovers > 0)."""
     k = world.k
+    if not k.instances:  # no static members in the model: functions on the empty set, <<>> to TLC
+        return {
+            "staticMembers": (),
+            "minstance": _per_id(world, "minstance", len(world.member_instances), _member_instances, fresh),
+            "storeStatic": (),
+        }
     group = world.group
     live = group.static_members if group is not None else {}
     stored: dict[str, str] = {}
@@ -171,8 +182,6 @@ def _static_variables(world: World, history: bool, fresh: bool = False) -> dict[
         stored = {m.group_instance_id: m.member_id for m in record.members if m.group_instance_id is not None}
 
     def per_instance(mapping: Mapping[str, str]) -> TlaValue:
-        if not k.instances:
-            return ()  # a function on the empty set: <<>> to TLC
         return TlaFunction(
             (_instance_value(i), world.ids.spec(mapping[instance_id(i)]) if instance_id(i) in mapping else NO_MEMBER)
             for i in k.instances
@@ -187,6 +196,8 @@ def _static_variables(world: World, history: bool, fresh: bool = False) -> dict[
 
 def _member_instances(world: World) -> tuple[frozenset[ModelValue], ...]:
     """minstance: the instance every spec member id was handed out with ({}: none)."""
+    if not world.k.instances:  # no member can have one; recomputed whenever an id is handed out
+        return (frozenset(),) * world.k.num_ids
     by_id = {instance_id(i): i for i in world.k.instances}
     minstance = []
     for spec_id in range(1, world.k.num_ids + 1):
@@ -348,6 +359,12 @@ def timer_records(world: World, ops: list[Any]) -> tuple[Record, ...]:
     return tuple(timer_record(world, op) for op in ops)
 
 
+_MEMBER_ID = attrgetter("member_id")
+_AWAITING_JOIN = attrgetter("is_awaiting_join")
+_AWAITING_SYNC = attrgetter("is_awaiting_sync")
+_IS_NEW = attrgetter("is_new")
+
+
 def coordinator_variables(
     world: World,
     history: bool,
@@ -378,16 +395,20 @@ def coordinator_variables(
         leaders = frozenset(ids.spec(m) for g, g_gen, m in world.self_leaders if g is group and g_gen == gen)
         settled = group.state in (GroupState.CompletingRebalance, GroupState.Stable)
         formed = world.formed[1] if settled and world.formed[0] is group else frozenset()
+        # the member sets by C-level map/compress over the members (a generator per set was
+        # a Python frame per member and set, a tenth of recomputing these variables)
+        spec = ids.spec
+        member_ids = list(map(_MEMBER_ID, members))
         live = {
             "gstate": group.state.value,
             "generation": world.gen(gen),
-            "leader": ids.spec(group.leader_id) if group.leader_id else NO_MEMBER,
-            "members": frozenset(ids.spec(m.member_id) for m in members),
-            "pending": frozenset(ids.spec(m) for m in group.pending_members),
-            "awaitingJoin": frozenset(ids.spec(m.member_id) for m in members if m.is_awaiting_join),
-            "awaitingSync": frozenset(ids.spec(m.member_id) for m in members if m.is_awaiting_sync),
-            "newMembers": frozenset(ids.spec(m.member_id) for m in members if m.is_new),
-            "pendingSync": frozenset(ids.spec(m) for m in group.pending_sync_members),
+            "leader": spec(group.leader_id) if group.leader_id else NO_MEMBER,
+            "members": frozenset(map(spec, member_ids)),
+            "pending": frozenset(map(spec, group.pending_members)),
+            "awaitingJoin": frozenset(map(spec, compress(member_ids, map(_AWAITING_JOIN, members)))),
+            "awaitingSync": frozenset(map(spec, compress(member_ids, map(_AWAITING_SYNC, members)))),
+            "newMembers": frozenset(map(spec, compress(member_ids, map(_IS_NEW, members)))),
+            "pendingSync": frozenset(map(spec, group.pending_sync_members)),
             "plan": (
                 _plan_of(world, [m.assignment for m in members], frozenset(m.member_id for m in members))
                 if group.state is GroupState.Stable
