@@ -27,7 +27,7 @@ from pathlib import Path
 
 from kgc.conformance.mutate import NATIVE_MODULES, Mutant, mutant_bootstrap
 
-__all__ = ["DETECTORS", "MutantResult", "detector_argv", "run_detector", "run_mutants", "scores"]
+__all__ = ["DETECTORS", "MutantResult", "detector_argv", "run_detector", "run_mutants", "run_one_mutant", "scores"]
 
 REPO = Path(__file__).resolve().parent.parent
 SCENARIOS = REPO / "conformance" / "scenarios"
@@ -78,6 +78,22 @@ def _kill_live() -> None:
                 pass
 
 
+def _orphan_guard(parent: int) -> str:
+    """Code that ends the detector's process group (TLC's JVM included) once `parent` is gone.
+
+    The detector leads a session of its own, so nothing reaches it when its parent dies without
+    a chance to clean up: a Spark task's Python worker is SIGKILLed when the job is cancelled or
+    the driver stops (Ctrl-C on `kgc mutate --master`)."""
+    return (
+        "import os as _o, threading as _t, time as _tm\n"
+        "def _guard():\n"
+        f"    while _o.getppid() == {parent}:\n"
+        "        _tm.sleep(1)\n"
+        "    _o.killpg(0, 9)\n"
+        "_t.Thread(target=_guard, daemon=True).start()\n"
+    )
+
+
 def run_detector(argv: list[str], mutant: Mutant | None, budget: float, scratch: Path) -> tuple[str, float, str]:
     """Run `kgc <argv>` with `mutant` loaded (None: the unmutated code). Returns (outcome,
     seconds, the last line of output)."""
@@ -90,7 +106,11 @@ def run_detector(argv: list[str], mutant: Mutant | None, budget: float, scratch:
         prelude = mutant_bootstrap(mutant.qualified_module, str(src))
         if mutant.module in NATIVE_MODULES:
             env["KGC_PURE"] = "1"  # the mypyc build would bypass the hook
-    code = prelude + f"sys.argv = ['kgc', *{argv!r}]\nfrom kgc.tools.entry import main\nmain()\n"
+    code = (
+        prelude
+        + _orphan_guard(os.getpid())
+        + f"sys.argv = ['kgc', *{argv!r}]\nfrom kgc.tools.entry import main\nmain()\n"
+    )
     started = time.monotonic()
     proc = subprocess.Popen(
         [sys.executable, "-c", code],
@@ -124,6 +144,31 @@ def run_detector(argv: list[str], mutant: Mutant | None, budget: float, scratch:
     return ("survived" if proc.returncode == 0 else "killed"), took, f"exit {proc.returncode}: {last}"
 
 
+def run_one_mutant(
+    mutant: Mutant,
+    detectors: Sequence[str],
+    budget: float,
+    traces: Path | None,
+    fuzz_examples: int,
+    first_kill: bool,
+    scratch: Path,
+) -> MutantResult:
+    """One mutant against each detector in turn (scratch space under `scratch`): what a worker
+    of the local pool and a Spark task (conformance/pipeline/mutate_job.py) both run, so the two
+    give the same verdicts."""
+    result = MutantResult(mutant)
+    for det in detectors:
+        if _STOPPING.is_set():
+            break
+        if first_kill and result.killed_by(detectors):
+            result.outcomes[det], result.seconds[det], result.evidence[det] = "skipped", 0.0, ""
+            continue
+        argv = detector_argv(det, scratch / det, traces, fuzz_examples)
+        outcome, took, last = run_detector(argv, mutant, budget, scratch / det)
+        result.outcomes[det], result.seconds[det], result.evidence[det] = outcome, took, last
+    return result
+
+
 def run_mutants(
     mutants: Sequence[Mutant],
     detectors: Sequence[str],
@@ -141,18 +186,9 @@ def run_mutants(
     with tempfile.TemporaryDirectory(prefix="kgc-mutate-") as tmp:
 
         def one(index: int) -> MutantResult:
-            mutant = mutants[index]
-            result = MutantResult(mutant)
-            for det in detectors:
-                if _STOPPING.is_set():
-                    break
-                if first_kill and result.killed_by(detectors):
-                    result.outcomes[det], result.seconds[det], result.evidence[det] = "skipped", 0.0, ""
-                    continue
-                scratch = Path(tmp) / f"m{index}" / det
-                argv = detector_argv(det, scratch, traces, fuzz_examples)
-                outcome, took, last = run_detector(argv, mutant, budget, scratch)
-                result.outcomes[det], result.seconds[det], result.evidence[det] = outcome, took, last
+            result = run_one_mutant(
+                mutants[index], detectors, budget, traces, fuzz_examples, first_kill, Path(tmp) / f"m{index}"
+            )
             if not _STOPPING.is_set():
                 on_done(result)
             return result

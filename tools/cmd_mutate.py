@@ -7,10 +7,15 @@ each, --jobs mutants at a time). Prints one line per mutant as it finishes, then
 per detector and for all of them together, and writes a markdown page of the survivors with
 their diffs (--page). Exit 0 when it ran (the scores are the result, not a verdict), 1 for bad
 usage, 27 when a detector fails on the unmutated code (its verdicts would mean nothing).
+
+With --master the mutants run as Spark tasks (conformance/pipeline/mutate_job.py), the same
+per-mutant function as the local pool, so the verdicts are the same; exit codes as `kgc pipeline
+conform`'s: 2 PySpark or Java missing (the install hint), 21 the Spark job failed (a bad master).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -20,6 +25,7 @@ from typing import Annotated
 
 import typer
 
+from kgc.tools.cmd_pipeline_conform import EXIT_MISSING
 from kgc.tools.exit_codes import ExitCode
 
 __all__ = ["mutate_command", "register", "survivors_page"]
@@ -62,6 +68,15 @@ def mutate_command(
             "score is the same, a later detector's is a lower bound.",
         ),
     ] = False,
+    master: Annotated[
+        str | None,
+        typer.Option(
+            help="Run the mutants on Spark: local[*], local[N], spark://HOST:PORT (--jobs is then the master's cores)."
+        ),
+    ] = None,
+    partitions: Annotated[
+        int | None, typer.Option(min=1, help="With --master: Spark tasks (default: one per mutant).")
+    ] = None,
 ) -> None:
     """Mutation testing of impl/: kill rate per detector, surviving mutants with their diff."""
     from kgc.conformance.mutate import IMPL_MODULES, sample_mutants
@@ -80,7 +95,9 @@ def mutate_command(
         typer.echo(f"kgc mutate: error: --traces {traces}: not a folder", err=True)
         raise typer.Exit(int(ExitCode.USAGE))
 
-    with tempfile.TemporaryDirectory(prefix="kgc-mutate-base-") as tmp:
+    stack = contextlib.ExitStack()
+    spark = _start_spark(stack, master, partitions) if master is not None else None
+    with stack, tempfile.TemporaryDirectory(prefix="kgc-mutate-base-") as tmp:
         if "conform" in dets and traces is None:
             traces = Path(tmp) / "traces"
             typer.echo("simulating 20 spec traces for conform ...", err=True)
@@ -106,9 +123,14 @@ def mutate_command(
             verdicts = " ".join(f"{d}={res.outcomes[d]}" for d in dets)  # type: ignore[attr-defined]
             typer.echo(f"[{done[0]}/{len(mutants)}] {res.mutant.ident}: {verdicts}", err=True)  # type: ignore[attr-defined]
 
-        results = run_mutants(
-            mutants, dets, budget, jobs, traces, fuzz_examples, on_done=progress, first_kill=first_kill
-        )
+        if spark is None:
+            results = run_mutants(
+                mutants, dets, budget, jobs, traces, fuzz_examples, on_done=progress, first_kill=first_kill
+            )
+        else:
+            results = _run_on_spark(spark, mutants, dets, budget, traces, fuzz_examples, first_kill, partitions)
+            for r in results:
+                progress(r)
 
     rates = scores(results, dets)
     survivors = [r for r in results if not r.killed_by(dets)]
@@ -136,6 +158,47 @@ def mutate_command(
             )
         )
     raise typer.Exit(int(ExitCode.PASSED))
+
+
+def _start_spark(stack: contextlib.ExitStack, master: str, partitions: int | None) -> object:
+    """The session for --master, started before the baselines so a bad master or a missing
+    PySpark fails at once, with `kgc pipeline conform`'s exit codes (2 and its install hint, 21)."""
+    from kgc.conformance.pipeline.session import SparkMissing, spark_session
+
+    try:
+        return stack.enter_context(spark_session(master, "kgc mutate", partitions or 2))
+    except SparkMissing as e:
+        typer.echo(f"kgc mutate: {e}", err=True)
+        raise typer.Exit(EXIT_MISSING) from None
+    except Exception as e:  # noqa: BLE001 - a Spark that does not start is one line, not a JVM stack
+        typer.echo(f"kgc mutate: error: the Spark job failed: {_first_line(e)}", err=True)
+        raise typer.Exit(int(ExitCode.TLC_ERROR)) from None
+
+
+def _run_on_spark(
+    spark: object,
+    mutants: list,  # type: ignore[type-arg]
+    dets: list[str],
+    budget: float,
+    traces: Path | None,
+    fuzz_examples: int,
+    first_kill: bool,
+    partitions: int | None,
+) -> list:  # type: ignore[type-arg]
+    from kgc.conformance.pipeline.mutate_job import run_mutants_on_spark
+    from kgc.tools.cmd_pipeline_conform import _stage_progress
+
+    try:
+        with _stage_progress(spark, "kgc mutate"):
+            return run_mutants_on_spark(spark, mutants, dets, budget, traces, fuzz_examples, first_kill, partitions)  # type: ignore[arg-type]
+    except Exception as e:  # noqa: BLE001 - a failed Spark job is one line, not a JVM stack
+        typer.echo(f"kgc mutate: error: the Spark job failed: {_first_line(e)}", err=True)
+        raise typer.Exit(int(ExitCode.TLC_ERROR)) from None
+
+
+def _first_line(e: Exception) -> str:
+    text = str(e).strip()
+    return (text.splitlines()[0] if text else type(e).__name__)[:500]
 
 
 def register(app: typer.Typer) -> None:

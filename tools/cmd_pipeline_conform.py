@@ -129,8 +129,9 @@ class _stage_progress:
     """A rich bar of Spark's task counts, polled from the status tracker (Spark's own console
     bar is off: it would fight rich for the terminal)."""
 
-    def __init__(self, spark: object) -> None:
+    def __init__(self, spark: object, label: str = "kgc pipeline conform") -> None:
         self.sc = spark.sparkContext  # type: ignore[attr-defined]
+        self.label = label
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._poll, daemon=True)
 
@@ -181,7 +182,7 @@ class _stage_progress:
                 if info is not None and last.get(sid) != info.numCompletedTasks:
                     last[sid] = info.numCompletedTasks
                     print(
-                        f"kgc pipeline conform: stage {sid}: {info.numCompletedTasks}/{info.numTasks} tasks",
+                        f"{self.label}: stage {sid}: {info.numCompletedTasks}/{info.numTasks} tasks",
                         file=sys.stderr,
                         flush=True,
                     )

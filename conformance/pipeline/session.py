@@ -28,6 +28,9 @@ DEFAULT_MASTER = "local[*]"
 INSTALL_HINT = "PySpark is not installed: pip install 'kgc[spark]' (or KGC_EXTRAS=spark bash scripts/setup.sh)"
 
 
+_MASTER_SCHEMES = ("local", "spark://", "k8s://", "yarn")  # SparkSubmit.prepareSubmitEnvironment's check
+
+
 class SparkMissing(RuntimeError):
     """PySpark (the optional `spark` extra) or Java is not there; the message says how to fix it."""
 
@@ -58,6 +61,9 @@ def spark_session(
     """Start (and always stop) a SparkSession; scratch space is a fresh temp folder removed after.
 
     Raises SparkMissing when pyspark or java is missing, so commands can exit 2 with the hint."""
+    if master and not master.startswith(_MASTER_SCHEMES):
+        # spark-submit would say the same after starting a JVM that prints its stack on our stderr
+        raise ValueError(f"master {master!r}: Spark masters are local[N], local[*], spark://HOST:PORT, k8s://..., yarn")
     if not spark_available():
         raise SparkMissing(INSTALL_HINT)
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
