@@ -212,3 +212,52 @@ def test_a_detector_failing_on_the_unmutated_code_stops_the_run_with_its_own_exi
     assert out.returncode == 27, out.stderr[-2000:]
     assert "replay fails on the unmutated code" in out.stderr
     assert "[1/1]" not in out.stderr
+
+
+def _running(pid: int) -> bool:
+    try:
+        return "zombie" not in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+
+
+def test_a_detector_whose_parent_is_killed_ends_itself() -> None:
+    """A Spark task's Python worker is SIGKILLed when the job is cancelled or the driver stops,
+    with no chance to kill its detectors, which run in sessions of their own: each detector ends
+    its own process group once its parent is gone (run_detector's orphan guard). The stand-in
+    detector sleeps and writes nothing (as one waiting on a quiet TLC run), so no broken pipe
+    would end it otherwise."""
+    import os
+    import signal
+    import time
+
+    spawner = (
+        "import os, subprocess, sys\n"
+        "from kgc.conformance.mutate_run import _orphan_guard\n"
+        "code = _orphan_guard(os.getpid()) + 'import time\\ntime.sleep(300)\\n'\n"
+        "p = subprocess.Popen([sys.executable, '-c', code], start_new_session=True)\n"
+        "print(p.pid, flush=True)\n"
+        "p.wait()\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", spawner], stdout=subprocess.PIPE, text=True)
+    detector = 0
+    try:
+        assert proc.stdout is not None
+        detector = int(proc.stdout.readline())
+        time.sleep(1)
+        assert _running(detector)
+        proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + 30
+        while _running(detector) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert not _running(detector), "the orphaned detector is still running"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if detector:
+            try:
+                os.killpg(detector, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
