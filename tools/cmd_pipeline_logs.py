@@ -3,7 +3,7 @@ logs read on Spark, each consumer group's history rebuilt from the coordinator's
 checked against the protocol.
 
 Exit codes: 0 no violation, 10 a violation, 2 an input cannot be read (named on stderr) or
-PySpark/Java is missing, 1 a bad --out. --validate adds findings of kind "unexplained" (a group's
+PySpark/Java is missing, 1 a bad --out or a --master Spark would refuse. --validate adds findings of kind "unexplained" (a group's
 history no behaviour of the bounded spec model writes), which do not change the exit code: the
 model is bounded, so they are not proof of a violation. Damaged content (binary garbage, huge lines, truncated
 gzip) is counted and reported, never an error.
@@ -56,7 +56,7 @@ def register(pipeline_app: typer.Typer) -> None:
 
         from kgc.conformance.pipeline.logs_history import CheckConfig
         from kgc.conformance.pipeline.logs_pipeline import run_logs
-        from kgc.conformance.pipeline.session import SparkMissing, spark_session
+        from kgc.conformance.pipeline.session import BadMaster, SparkMissing, spark_session
 
         err = Console(stderr=True, highlight=False)
         try:
@@ -88,6 +88,9 @@ def register(pipeline_app: typer.Typer) -> None:
         except SparkMissing as exc:
             err.print(str(exc))
             raise typer.Exit(INPUT_UNREADABLE) from None
+        except BadMaster as exc:
+            print(f"kgc pipeline logs: --master: {exc}", file=sys.stderr)
+            raise typer.Exit(ExitCode.USAGE) from None
         summary = outcome.summary
         for line in outcome.input_errors:
             print(line, file=sys.stderr)

@@ -22,13 +22,18 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
-__all__ = ["DEFAULT_MASTER", "INSTALL_HINT", "SparkMissing", "spark_available", "spark_session"]
+__all__ = ["BadMaster", "DEFAULT_MASTER", "INSTALL_HINT", "SparkMissing", "spark_available", "spark_session"]
 
 DEFAULT_MASTER = "local[*]"
 INSTALL_HINT = "PySpark is not installed: pip install 'kgc[spark]' (or KGC_EXTRAS=spark bash scripts/setup.sh)"
 
 
 _MASTER_SCHEMES = ("local", "spark://", "k8s://", "yarn")  # SparkSubmit.prepareSubmitEnvironment's check
+
+
+class BadMaster(ValueError):
+    """A --master Spark would refuse; raised before any JVM starts, so the command can say it in
+    one line instead of spark-submit's stack trace."""
 
 
 class SparkMissing(RuntimeError):
@@ -63,7 +68,7 @@ def spark_session(
     Raises SparkMissing when pyspark or java is missing, so commands can exit 2 with the hint."""
     if master and not master.startswith(_MASTER_SCHEMES):
         # spark-submit would say the same after starting a JVM that prints its stack on our stderr
-        raise ValueError(f"master {master!r}: Spark masters are local[N], local[*], spark://HOST:PORT, k8s://..., yarn")
+        raise BadMaster(f"master {master!r}: Spark masters are local[N], local[*], spark://HOST:PORT, k8s://..., yarn")
     if not spark_available():
         raise SparkMissing(INSTALL_HINT)
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
