@@ -155,7 +155,10 @@ def test_ctrl_c_ends_the_detectors_running_in_their_own_sessions(tmp_path: Path)
     import signal
     import time
 
+    # A terminal's Python turns SIGINT into KeyboardInterrupt; a child of a background job
+    # (nohup, CI) inherits SIGINT ignored, and Python then installs no handler: restore it.
     code = (
+        "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "from kgc.conformance.mutate import mutants_of\n"
         "from kgc.conformance.mutate_run import run_mutants\n"
         "ms = list(mutants_of('coordinator', within='GroupCoordinator._commit_offsets'))[:2]\n"
