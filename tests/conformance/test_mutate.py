@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from procsupport import alive, children
 
 from kgc.conformance.mutate import IMPL_DIR, mutant_bootstrap, mutants_of, sample_mutants
 from kgc.conformance.mutate_run import detector_argv, run_detector, run_mutants, scores
@@ -135,18 +136,6 @@ def test_kill_rates_on_a_fixed_sample_stay_above_the_floor() -> None:
         assert rates[detector] >= floor, (detector, rates)
 
 
-def _children(pid: int) -> list[int]:
-    out = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            out.append(int(stat.parent.name))
-    return out
-
-
 def test_ctrl_c_ends_the_detectors_running_in_their_own_sessions(tmp_path: Path) -> None:
     """The detectors run in sessions of their own, which a Ctrl-C at the terminal does not
     reach: run_mutants kills them when interrupted and starts no other (before, it waited for
@@ -169,16 +158,16 @@ def test_ctrl_c_ends_the_detectors_running_in_their_own_sessions(tmp_path: Path)
     detectors: list[int] = []
     try:
         deadline = time.monotonic() + 240
-        while len(_children(proc.pid)) < 2 and time.monotonic() < deadline:
+        while len(children(proc.pid)) < 2 and time.monotonic() < deadline:
             time.sleep(0.5)
-        detectors = _children(proc.pid)
+        detectors = children(proc.pid)
         assert len(detectors) == 2, proc.stderr.read() if proc.poll() is not None else "no detector started"
         time.sleep(2)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
         assert "KeyboardInterrupt" in err
         for pid in detectors:
-            assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text(), pid
+            assert not alive(pid), pid
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -217,13 +206,6 @@ def test_a_detector_failing_on_the_unmutated_code_stops_the_run_with_its_own_exi
     assert "[1/1]" not in out.stderr
 
 
-def _running(pid: int) -> bool:
-    try:
-        return "zombie" not in Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
-
-
 def test_a_detector_whose_parent_is_killed_ends_itself() -> None:
     """A Spark task's Python worker is SIGKILLed when the job is cancelled or the driver stops,
     with no chance to kill its detectors, which run in sessions of their own: each detector ends
@@ -248,13 +230,13 @@ def test_a_detector_whose_parent_is_killed_ends_itself() -> None:
         assert proc.stdout is not None
         detector = int(proc.stdout.readline())
         time.sleep(1)
-        assert _running(detector)
+        assert alive(detector)
         proc.kill()
         proc.wait()
         deadline = time.monotonic() + 30
-        while _running(detector) and time.monotonic() < deadline:
+        while alive(detector) and time.monotonic() < deadline:
             time.sleep(0.5)
-        assert not _running(detector), "the orphaned detector is still running"
+        assert not alive(detector), "the orphaned detector is still running"
     finally:
         if proc.poll() is None:
             proc.kill()

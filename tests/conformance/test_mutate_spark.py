@@ -12,9 +12,9 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+from procsupport import alive, descendants
 
 from kgc.conformance.mutate import Mutant, sample_mutants
 from kgc.conformance.mutate_run import run_mutants
@@ -78,43 +78,17 @@ def test_a_master_spark_cannot_use_is_the_pipelines_one_line_error() -> None:
     assert "baseline" not in run.stderr  # it failed before any detector ran
 
 
-def _descendants(pid: int) -> dict[int, str]:
-    """pid -> command line of every process under `pid` (here: the JVM, the PySpark workers and
-    the detectors they start)."""
-    parent: dict[int, int] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            parent[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-    found, frontier = {}, [pid]
-    while frontier:
-        p = frontier.pop()
-        for child, ppid in parent.items():
-            if ppid == p and child not in found:
-                try:
-                    found[child] = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-                except OSError:
-                    found[child] = ""
-                frontier.append(child)
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return "zombie" not in Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
-
-
 def test_ctrl_c_during_the_spark_stage_ends_every_detector() -> None:
     """The detectors run under Spark's Python workers, in sessions of their own: a Ctrl-C at the
     driver cancels the job (PySpark's handler), the session stops, the workers go, and each
-    detector's orphan guard ends it (the guard alone: test_mutate.py). Replay detectors could end
-    on their own soon after, so this shows the exit code and that nothing is left, not the guard."""
+    detector's orphan guard ends it (the guard alone: test_mutate.py).
+
+    Fuzz on delayed.py's draw: three of its four mutants survive 60 examples (equivalent), so
+    their detectors run for seconds and two are seen at once. Replay detectors, which this
+    test used before, end within a second on a quiet machine: CI's run saw none of them."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kgc.tools.entry", "mutate", "--detectors", "replay", "--modules", "coordinator",
-         "--sample", "4", "--seed", "20", "--master", "local[2]"],
+        [sys.executable, "-m", "kgc.tools.entry", "mutate", "--detectors", "fuzz", "--modules", "delayed",
+         "--sample", "4", "--seed", "20", "--fuzz-examples", "60", "--budget", "600", "--master", "local[2]"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     detectors: list[int] = []
@@ -122,15 +96,17 @@ def test_ctrl_c_during_the_spark_stage_ends_every_detector() -> None:
         deadline = time.monotonic() + 240
         while len(detectors) < 2 and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.5)
-            detectors = [p for p, cmd in _descendants(proc.pid).items() if "['replay'" in cmd and "pyspark" not in cmd]
-        assert len(detectors) >= 2, "no two detectors ran at once under Spark"
+            detectors = [p for p, cmd in descendants(proc.pid).items() if "['fuzz'" in cmd and "pyspark" not in cmd]
+        if len(detectors) < 2:
+            out = proc.communicate(timeout=60)[0] if proc.poll() is not None else "(still running)"
+            raise AssertionError(f"no two detectors ran at once under Spark: {out[-2000:]}")
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=120)
         assert proc.returncode == 130, out[-2000:]
         deadline = time.monotonic() + 10
-        while any(_alive(p) for p in detectors) and time.monotonic() < deadline:
+        while any(alive(p) for p in detectors) and time.monotonic() < deadline:
             time.sleep(0.5)
-        assert not any(_alive(p) for p in detectors), detectors
+        assert not any(alive(p) for p in detectors), detectors
     finally:
         if proc.poll() is None:
             proc.kill()
