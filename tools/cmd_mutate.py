@@ -163,13 +163,16 @@ def mutate_command(
 def _start_spark(stack: contextlib.ExitStack, master: str, partitions: int | None) -> object:
     """The session for --master, started before the baselines so a bad master or a missing
     PySpark fails at once, with `kgc pipeline conform`'s exit codes (2 and its install hint, 21)."""
-    from kgc.conformance.pipeline.session import SparkMissing, spark_session
+    from kgc.conformance.pipeline.session import BadMaster, SparkMissing, spark_session
 
     try:
         return stack.enter_context(spark_session(master, "kgc mutate", partitions or 2))
     except SparkMissing as e:
         typer.echo(f"kgc mutate: {e}", err=True)
         raise typer.Exit(EXIT_MISSING) from None
+    except BadMaster as e:  # refused before any JVM starts: bad usage, as in `kgc pipeline logs`
+        typer.echo(f"kgc mutate: --master: {e}", err=True)
+        raise typer.Exit(int(ExitCode.USAGE)) from None
     except Exception as e:  # noqa: BLE001 - a Spark that does not start is one line, not a JVM stack
         typer.echo(f"kgc mutate: error: the Spark job failed: {_first_line(e)}", err=True)
         raise typer.Exit(int(ExitCode.TLC_ERROR)) from None

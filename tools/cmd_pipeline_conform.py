@@ -12,7 +12,8 @@ scenario file for kgc replay); summary.json; report.html.
 
 Exit 0: every trace conforms / every run is a spec behaviour; 10: a trace diverged or a run is
 not a behaviour; 2: no divergence but some input was malformed, or PySpark is not installed
-(the message says how to install it); 1: bad options; 21: the Spark job failed.
+(the message says how to install it); 1: bad options (a --master Spark would refuse included); 21: the
+Spark job failed.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def pipeline_conform_command(
     json_output: JsonOption = False,
 ) -> None:
     """Conform a corpus of spec traces (and random implementation runs) on Spark."""
-    from kgc.conformance.pipeline.session import SparkMissing, spark_session
+    from kgc.conformance.pipeline.session import BadMaster, SparkMissing, spark_session
     from kgc.conformance.seeded_bugs import coordinator_class
     from kgc.spec.catalog import ModelNotFoundError, resolve_model
 
@@ -99,6 +100,9 @@ def pipeline_conform_command(
     except SparkMissing as e:
         typer.echo(f"kgc pipeline conform: {e}", err=True)
         raise typer.Exit(EXIT_MISSING) from None
+    except BadMaster as e:  # refused before any JVM starts: bad usage, as in `kgc pipeline logs`
+        typer.echo(f"kgc pipeline conform: --master: {e}", err=True)
+        raise typer.Exit(int(ExitCode.USAGE)) from None
     except Exception as e:  # noqa: BLE001 - a failed Spark job is one line, not a JVM stack
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         typer.echo(f"kgc pipeline conform: error: the Spark job failed: {first[:500]}", err=True)
