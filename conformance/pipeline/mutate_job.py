@@ -32,10 +32,11 @@ Row = tuple[int, dict[str, str], dict[str, float], dict[str, str]]
 def _task(detectors: Sequence[str], budget: float, traces: str | None, fuzz_examples: int, first_kill: bool) -> Any:
     """The function a partition runs: its (index, mutant) pairs to result rows."""
 
+    folder = Path(traces) if traces is not None else None
+
     def run(pairs: Iterator[tuple[int, Mutant]]) -> Iterator[Row]:
         with tempfile.TemporaryDirectory(prefix="kgc-mutate-task-") as tmp:
             for index, mutant in pairs:
-                folder = Path(traces) if traces is not None else None
                 r = run_one_mutant(
                     mutant, detectors, budget, folder, fuzz_examples, first_kill, Path(tmp) / f"m{index}"
                 )
