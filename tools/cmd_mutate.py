@@ -20,6 +20,7 @@ import json
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -128,9 +129,9 @@ def mutate_command(
                 mutants, dets, budget, jobs, traces, fuzz_examples, on_done=progress, first_kill=first_kill
             )
         else:
-            results = _run_on_spark(spark, mutants, dets, budget, traces, fuzz_examples, first_kill, partitions)
-            for r in results:
-                progress(r)
+            results = _run_on_spark(
+                spark, mutants, dets, budget, traces, fuzz_examples, first_kill, partitions, progress
+            )
 
     rates = scores(results, dets)
     survivors = [r for r in results if not r.killed_by(dets)]
@@ -187,13 +188,17 @@ def _run_on_spark(
     fuzz_examples: int,
     first_kill: bool,
     partitions: int | None,
+    progress: Callable[[object], None],
 ) -> list:  # type: ignore[type-arg]
+    """The mutants as Spark jobs; each slice's "[k/N]" lines print when it ends (a stage bar of
+    one-task jobs would say less)."""
     from kgc.conformance.pipeline.mutate_job import run_mutants_on_spark
-    from kgc.tools.cmd_pipeline_conform import _stage_progress
 
     try:
-        with _stage_progress(spark, "kgc mutate"):
-            return run_mutants_on_spark(spark, mutants, dets, budget, traces, fuzz_examples, first_kill, partitions)  # type: ignore[arg-type]
+        return run_mutants_on_spark(
+            spark,  # type: ignore[arg-type]
+            mutants, dets, budget, traces, fuzz_examples, first_kill, partitions, on_done=progress,
+        )  # fmt: skip
     except Exception as e:  # noqa: BLE001 - a failed Spark job is one line, not a JVM stack
         typer.echo(f"kgc mutate: error: the Spark job failed: {_first_line(e)}", err=True)
         raise typer.Exit(int(ExitCode.TLC_ERROR)) from None

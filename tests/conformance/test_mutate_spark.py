@@ -52,8 +52,12 @@ def test_spark_tasks_give_the_local_pools_verdicts(
 ) -> None:
     from kgc.conformance.pipeline.mutate_job import run_mutants_on_spark
 
-    results = run_mutants_on_spark(spark, picked, ["replay"], 240, None, 1)  # type: ignore[arg-type]
+    seen: list[str] = []
+    results = run_mutants_on_spark(
+        spark, picked, ["replay"], 240, None, 1, on_done=lambda r: seen.append(r.mutant.ident)
+    )  # type: ignore[arg-type]
     assert [r.mutant.ident for r in results] == list(PICKED)
+    assert sorted(seen) == sorted(PICKED)  # each result once, as its job ended
     assert {r.mutant.ident: r.outcomes for r in results} == local
     assert sorted(o["replay"] for o in local.values()) == ["killed", "killed", "survived"], local
 
