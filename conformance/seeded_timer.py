@@ -31,28 +31,21 @@ class InsertFirstTimer:
         self._list = _Bucket(0, 0)
 
     def add(self, task: TimerTask) -> None:
-        """Schedule ``task`` at ``now + delay_ms`` (a negative delay counts as zero), first.
-
-        The bucket's list is kept back to front (its end is the front of this timer), so a new
-        task is an append and every other task keeps its slot (``_idx``), which completion and
-        cancel empty."""
+        """Schedule ``task`` at ``now + delay_ms`` (a negative delay counts as zero), first."""
         if task._bucket is not None:
             task.cancel()
         task._deadline = self._clock.now_ms() + max(task.delay_ms, 0)
         task._bucket = self._list
-        entries = self._list.entries
-        task._idx = len(entries)
-        entries.append(task)
+        self._list.entries.insert(0, task)
 
     def _head(self) -> TimerTask | None:
         """The front live task; completed (dead) entries before it are dropped."""
         b = self._list
-        entries = b.entries
-        while entries:
-            t = entries[-1]
-            if t is not None:
+        while b.entries:
+            t = b.entries[0]
+            if t._bucket is b:
                 return t
-            entries.pop()
+            del b.entries[0]
             b.dead -= 1
         return None
 
@@ -61,7 +54,7 @@ class InsertFirstTimer:
         t = self._head()
         if t is None or (target is not None and t._deadline > target):
             return False
-        self._list.entries.pop()
+        del self._list.entries[0]
         t._bucket = None
         if t._deadline > self._clock.now_ms():
             self._clock.set_ms(t._deadline)
@@ -92,7 +85,7 @@ class InsertFirstTimer:
 
     def live_tasks(self) -> list[TimerTask]:
         """The live tasks in the order this timer fires them."""
-        return self._list.live()[::-1]
+        return self._list.live()
 
     def size(self) -> int:
         return self._list.count()

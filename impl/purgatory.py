@@ -44,9 +44,9 @@ class DelayedOperation(TimerTask):
     ``try_complete`` directly (``safe_try_complete`` is Kafka's locked wrapper, the same thing
     single-threaded): every completion would otherwise cost four or five nested calls.
 
-    Completion empties the operation's slot in its timer bucket (kgc.impl.timer's
-    ``task_completed``, inlined): no other entry is touched, the timer no longer keeps the
-    operation alive, and the bucket compacts itself once mostly dead. An operation is completed once and never added to a timer again.
+    Completion leaves the operation's entry in its timer bucket, dead (kgc.impl.timer's
+    ``task_completed``, inlined): no other entry is touched, and the bucket compacts itself
+    once mostly dead. An operation is completed once and never added to a timer again.
     """
 
     # _delayed_in: the account (the purgatory, or its multi-key account) that counts this
@@ -86,7 +86,6 @@ class DelayedOperation(TimerTask):
         b = self._bucket
         if b is not None:  # kgc.impl.timer.task_completed, inlined: a dead entry now
             self._bucket = None
-            b.entries[self._idx] = None
             n = b.dead + 1
             b.dead = n
             if n > COMPACT_MIN_DEAD and n + n > len(b.entries):
@@ -102,7 +101,7 @@ class DelayedOperation(TimerTask):
                 self._delayed_in = None
                 account._delayed -= 1
         b = self._bucket
-        if b is not None:  # TimerTask.cancel: its slot emptied; it may be added again
+        if b is not None:  # TimerTask.cancel: removed at once, it may be added again
             self._bucket = None
             b.remove(self)
 
@@ -128,7 +127,6 @@ class DelayedOperation(TimerTask):
         b = self._bucket
         if b is not None:  # only when run() is called outside the timer
             self._bucket = None
-            b.entries[self._idx] = None
             n = b.dead + 1
             b.dead = n
             if n > COMPACT_MIN_DEAD and n + n > len(b.entries):

@@ -3,24 +3,21 @@
 Layout, as in server-common ``org.apache.kafka.server.util.timer``:
 
 * a **bucket** (Kafka's ``TimerTaskList``) holds its tasks in a plain Python list, in add order;
-  a pending task points back at its bucket (``_bucket``) and at its slot in that list (``_idx``),
-  and a task that completes or is cancelled leaves ``None`` in its slot, so removal is O(1) and
-  the list no longer keeps the task alive;
+  a task points back at its bucket (``_bucket``), and a task is in a bucket exactly when that
+  pointer is the bucket, so removal can be lazy;
 * **wheel** ``k`` has ``wheel_size`` buckets of ``tick_ms * wheel_size**k`` ms each; a task
   whose deadline is beyond a wheel's interval goes to the next (overflow) wheel, created on
   demand; when an overflow bucket comes due its tasks are re-inserted one level down;
 * a heap of ``(expiration, bucket id, bucket)`` plays Kafka's ``DelayQueue<TimerTaskList>``:
   a bucket is pushed once each time its expiration changes, never once per task.
 
-Why lists with slots emptied in place: adding a task is one ``list.append`` (no per-task
-container, no links to write), and completing or cancelling one writes ``None`` into its slot
-and counts a dead entry (no neighbour touched: at a million outstanding tasks every neighbour
-is a cache miss). The slot is emptied rather than left pointing at the finished task because
-a finished operation the timer still held would stay alive until its bucket came due or
-compacted: at a million outstanding that was ~0.4 million dead operations, each one walked by
-every full run of the garbage collector. An expiring bucket skips empty slots; a bucket whose
-slots are mostly empty is compacted in place (``_Bucket.compact``), which renumbers ``_idx``.
-A cancelled task may be added again: its old slot is empty, so it sits at its new place only.
+Why lists with lazy removal: adding a task is one ``list.append`` (no per-task container, no
+links to write), and completing a DelayedOperation only drops its bucket pointer and counts a
+dead entry (no neighbour touched: at a million outstanding tasks every neighbour is a cache
+miss). An expiring bucket skips dead entries; a bucket whose entries are mostly dead is
+compacted in place (``_Bucket.compact``), so dead tasks are freed within a constant factor of
+the live ones. ``cancel()`` removes the entry at once (O(bucket)), because a cancelled task
+may be added again and must then sit at its new place only; completion is final.
 
 Where this differs from Kafka, it is to make firing exact rather than "roughly on time", as
 the scenario contract's Time rules require: a task with deadline ``d`` runs only in an
@@ -49,6 +46,7 @@ from collections.abc import Callable
 from heapq import heappop, heappush
 from itertools import islice
 from operator import attrgetter
+from typing import Any
 
 from mypy_extensions import mypyc_attr
 
@@ -72,7 +70,7 @@ class TimerTask:
     first cancels it, as Kafka's ``setTimerTaskEntry`` does.
     """
 
-    __slots__ = ("delay_ms", "_deadline", "_seq", "_bucket", "_idx")
+    __slots__ = ("delay_ms", "_deadline", "_seq", "_bucket")
 
     def __init__(self, delay_ms: int) -> None:
         self.delay_ms = delay_ms
@@ -81,8 +79,6 @@ class TimerTask:
         # The bucket whose list holds this task, or None when not pending. Typed exactly, so
         # the compiled module reads a bucket's fields without a dictionary lookup.
         self._bucket: _Bucket | None = None
-        # The task's slot in _bucket.entries while pending (written by whoever puts it there).
-        self._idx = 0
 
     def cancel(self) -> None:
         """Take the task out of its bucket; a no-op when not pending."""
@@ -100,9 +96,8 @@ class TimerTask:
 
 
 class _Bucket:
-    """Kafka's TimerTaskList: tasks in add order; a task completed or cancelled while here left
-    ``None`` in its slot (a dead entry), ``dead`` of them after ``pos``. Every task at or after
-    ``pos`` has ``_bucket`` this bucket and ``_idx`` its index.
+    """Kafka's TimerTaskList: tasks in add order; those whose ``_bucket`` is not this bucket
+    are dead entries (completed), ``dead`` of them after ``pos``.
 
     ``pos`` is how far the current list has been run (0 for every other bucket).
     """
@@ -110,7 +105,7 @@ class _Bucket:
     __slots__ = ("entries", "pos", "dead", "exp", "uid", "level")
 
     def __init__(self, uid: int, level: int) -> None:
-        self.entries: list[TimerTask | None] = []
+        self.entries: list[TimerTask] = []
         self.pos = 0
         self.dead = 0
         self.exp = -1
@@ -119,28 +114,21 @@ class _Bucket:
 
     def live(self) -> list[TimerTask]:
         """The pending tasks, in list order."""
-        return [t for t in islice(self.entries, self.pos, None) if t is not None]
+        return [t for t in islice(self.entries, self.pos, None) if t._bucket is self]
 
     def count(self) -> int:
         return len(self.entries) - self.pos - self.dead
 
     def remove(self, task: TimerTask) -> None:
-        """Empty the slot of ``task`` (pending here; its ``_bucket`` already cleared): cancel and
-        completion alike. Compacts a mostly dead bucket."""
-        self.entries[task._idx] = None
-        n = self.dead + 1
-        self.dead = n
-        if n > COMPACT_MIN_DEAD and n + n > len(self.entries):
-            self.compact()
+        """Eager removal (cancel): O(len), keeps the list object (``add`` caches its append)."""
+        entries = self.entries
+        del entries[entries.index(task, self.pos)]
 
     def compact(self) -> None:
-        """Drop dead and already-run entries, in place (the list object stays the same: ``add``
-        caches it), and renumber the tasks' slots."""
-        entries = self.entries
-        entries[:] = self.live()
+        """Drop dead and already-run entries, in place (the list object stays the same)."""
+        self.entries[:] = self.live()
         self.pos = 0
         self.dead = 0
-        renumber(entries, 0)
 
     def reset(self, uid: int, level: int) -> None:
         self.entries = []
@@ -151,23 +139,15 @@ class _Bucket:
         self.level = level
 
 
-def renumber(entries: list[TimerTask | None], start: int) -> None:
-    """Set ``_idx`` of every task in ``entries[start:]`` to its index (after the list moved)."""
-    for i in range(start, len(entries)):
-        t = entries[i]
-        if t is not None:
-            t._idx = i
-
-
 def task_completed(task: TimerTask) -> None:
-    """Removal of a task that completed while pending (DelayedOperation.force_complete): its
-    slot is emptied, a dead entry; the bucket is compacted when mostly dead.
+    """Lazy removal of a task that completed while pending (DelayedOperation.force_complete).
+
+    The entry stays in its bucket's list, dead; the bucket is compacted when mostly dead.
     Inlined in kgc.impl.purgatory; kept here as the one definition of the protocol.
     """
     b = task._bucket
     if b is not None:
         task._bucket = None
-        b.entries[task._idx] = None
         n = b.dead + 1
         b.dead = n
         if n > COMPACT_MIN_DEAD and n + n > len(b.entries):
@@ -203,7 +183,7 @@ class SystemTimer:
         "_uids",
         "_last_d",
         "_last_b",
-        "_last_entries",
+        "_last_append",
         "_last_seq",
         "_seq",
     )
@@ -229,11 +209,11 @@ class SystemTimer:
         self._cur: _Bucket = self._new_bucket(0)  # the clock's slot of the lowest wheel
         self._queue: list[tuple[int, int, _Bucket]] = []
         self._running = False
-        # The deadline, bucket and its list of the latest run of adds, valid until a wheel
+        # The deadline, bucket and bound append of the latest run of adds, valid until a wheel
         # moves (see add); _last_d is None when there is nothing to reuse.
         self._last_d: int | None = None
         self._last_b: _Bucket | None = None
-        self._last_entries: list[TimerTask | None] = []
+        self._last_append: Any = None
         self._last_seq = 0
         # Add order, kept for diagnostics and live_tasks (firing order needs no sequence
         # numbers; see the module doc). A run of adds with one deadline shares one number.
@@ -316,9 +296,7 @@ class SystemTimer:
             task._deadline = last
             task._seq = self._last_seq
             task._bucket = self._last_b
-            entries = self._last_entries
-            task._idx = len(entries)
-            entries.append(task)
+            self._last_append(task)
             return
         task._deadline = d
         seq = self._seq
@@ -332,12 +310,10 @@ class SystemTimer:
                 task._bucket = b
                 if tick == 1:
                     # one deadline per slot: this and later adds for it are appends
-                    entries = b.entries
-                    task._idx = len(entries)
-                    entries.append(task)
+                    b.entries.append(task)
                     self._last_d = d
                     self._last_b = b
-                    self._last_entries = entries
+                    self._last_append = b.entries.append
                     self._last_seq = seq
                 else:
                     self._insert_current(b, task, d)
@@ -361,15 +337,14 @@ class SystemTimer:
             b = self._wheels[k][vid % self._wsize] or self._overflow_bucket(k, vid % self._wsize)
             e = vid * tk
         task._bucket = b
-        entries = b.entries
-        task._idx = len(entries)
-        entries.append(task)
+        append = b.entries.append
+        append(task)
         if b.exp != e:
             b.exp = e
             heappush(self._queue, (e, b.uid, b))
         self._last_d = d
         self._last_b = b
-        self._last_entries = entries
+        self._last_append = append
         self._last_seq = seq
 
     @staticmethod
@@ -379,13 +354,9 @@ class SystemTimer:
         entries = cur.entries
         i = len(entries)
         pos = cur.pos
-        while i > pos:
-            t = entries[i - 1]
-            if t is not None and t._deadline <= d:
-                break
+        while i > pos and entries[i - 1]._deadline > d:
             i -= 1
         entries.insert(i, task)
-        renumber(entries, i)
 
     # ------------------------------------------------------------------ expiry
 
@@ -430,9 +401,8 @@ class SystemTimer:
         if tick != 1 and cur.entries:
             live = cur.live()
             live.sort(key=_DEADLINE)  # stable: add order within a deadline
-            cur.entries[:] = live
+            cur.entries = live
             cur.dead = 0
-            renumber(cur.entries, 0)
 
     def _cascade(self, src: _Bucket, cur: _Bucket) -> None:
         """Re-insert the pending tasks of the due overflow bucket ``src`` lower down; each
@@ -446,12 +416,12 @@ class SystemTimer:
         ticks = self._ticks
         wheels = self._wheels
         queue = self._queue
-        groups: dict[_Bucket, list[TimerTask | None]] = {}
+        groups: dict[_Bucket, list[TimerTask]] = {}
         entries = src.entries
         src.entries = []
         src.dead = 0
         for t in entries:
-            if t is None:
+            if t._bucket is not src:
                 continue
             d = t._deadline
             if d < end0:
@@ -478,19 +448,15 @@ class SystemTimer:
             t._bucket = tb
             g = groups.get(tb)
             if g is None:
-                t._idx = 0
                 groups[tb] = [t]
             else:
-                t._idx = len(g)
                 g.append(t)
         for tb, g in groups.items():
             if tb.pos:
                 del tb.entries[: tb.pos]
                 tb.pos = 0
             if tb.entries:
-                n = len(g)
                 g.extend(tb.entries)
-                renumber(g, n)
             tb.entries = g
 
     def _advance(self, target: int, limit: int) -> int:
@@ -512,7 +478,7 @@ class SystemTimer:
                 pending = False
                 while p < len(entries):
                     t = entries[p]
-                    if t is None:
+                    if t._bucket is not cur:
                         p += 1
                         cur.pos = p
                         cur.dead -= 1
@@ -521,7 +487,6 @@ class SystemTimer:
                     if d > target:
                         pending = True
                         break
-                    entries[p] = None  # the list no longer keeps it alive
                     p += 1
                     cur.pos = p
                     t._bucket = None
@@ -557,7 +522,7 @@ class SystemTimer:
         """The earliest deadline among live tasks, or None when there are none."""
         cur = self._cur
         for t in islice(cur.entries, cur.pos, None):
-            if t is not None:
+            if t._bucket is cur:
                 return t._deadline  # the current list is sorted
         best = None
         exact0 = self._tick == 1
