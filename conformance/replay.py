@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kgc.conformance import refs
+from kgc.conformance.driver import Driver
+from kgc.conformance.faults import fault_count, new_faults
 from kgc.conformance.scenario import (
     REQUEST_TYPES,
     STATE_NAMES,
@@ -27,6 +29,7 @@ from kgc.conformance.scenario import (
     Load,
     LoadBegin,
     Scenario,
+    ScenarioConfig,
     ScenarioError,
     Step,
     Store,
@@ -34,6 +37,7 @@ from kgc.conformance.scenario import (
     Tick,
     Unload,
 )
+from kgc.impl.coordinator import GroupConfig, LeaveMemberIdentity
 
 MEMBER_ID_SEED = 0
 CLIENT_HOST = "localhost"
@@ -75,21 +79,19 @@ BeforeStep = Callable[[int, Step, "World"], None]
 
 
 _STATE_NAMES_BY_KEY = {s.lower(): s for s in STATE_NAMES}
-#: state object -> its name, filled on first sight (a replay asks for the same few states per step)
-_STATE_NAME_SEEN: dict[Any, str] = {}
+#: id(state) -> (state, its name), filled on first sight (a replay asks for the same few states
+#: per step). Keyed by id, not by the state: hashing an Enum member runs Enum.__hash__, a Python
+#: function; the entry holds the state itself, so its id is not reused while the entry lives.
+_STATE_NAME_SEEN: dict[int, tuple[Any, str]] = {}
 
 
 def state_name(state: Any) -> str:
     """GroupState -> Kafka's state name, whatever spelling the enum uses (Empty, EMPTY, ...)."""
-    try:
-        return _STATE_NAME_SEEN[state]
-    except (KeyError, TypeError):  # not seen yet, or not hashable
-        pass
+    seen = _STATE_NAME_SEEN.get(id(state))
+    if seen is not None and seen[0] is state:
+        return seen[1]
     name = _state_name(state)
-    try:
-        _STATE_NAME_SEEN[state] = name
-    except TypeError:
-        pass
+    _STATE_NAME_SEEN[id(state)] = (state, name)
     return name
 
 
@@ -105,9 +107,18 @@ def _state_name(state: Any) -> str:
 
 def error_name(error: Any) -> str:
     try:
+        return error._name_  # an Enum member's name, without the `name` property's Python frame
+    except AttributeError:
+        pass
+    try:
         return error.name
     except AttributeError:  # an error given by its name already (or anything else): as text
         return str(error)
+
+
+#: The check keys whose values name members (resolved before comparing), and `pending` (no
+#: value to compare): every other key's value is compared as written, without a call.
+_RESOLVED_KEYS = frozenset({"leader", "members", "static_members", "pending"})
 
 
 class StepChecks:
@@ -153,7 +164,11 @@ class StepChecks:
         if checks:
             seen = self.response_view(self.requests[step.request_id], delivered[0], checks)
             for key, want in checks.items():
-                if key != "pending" and self._wanted_in_response(key, want, index) != seen.get(key):
+                if key in _RESOLVED_KEYS:
+                    if key == "pending":
+                        continue
+                    want = self._wanted_in_response(key, want, index)
+                if want != seen.get(key):
                     self._fail_response(index, step)
 
     def _wanted_in_response(self, key: str, want: Any, index: int) -> Any:
@@ -192,7 +207,9 @@ class StepChecks:
         checks = step.checks
         seen = self.group_view(step.group, checks)
         for key, want in checks.items():
-            if self._wanted_in_state(key, want, index) != seen.get(key):
+            if key in _RESOLVED_KEYS:
+                want = self._wanted_in_state(key, want, index)
+            if want != seen.get(key):
                 self._fail_state(index, step)
 
     def _wanted_in_state(self, key: str, want: Any, index: int) -> Any:
@@ -227,17 +244,8 @@ class World(StepChecks):
     store_path: Any = None  # a file: the group store is a FileGroupStore there
 
     def __post_init__(self) -> None:
-        # imported here so that the format (scenario.py) is usable without kgc.impl
-        from kgc.conformance.driver import Driver
-        from kgc.impl.coordinator import GroupConfig
-
         cfg = self.scenario.config
-        config = GroupConfig(
-            min_session_timeout_ms=cfg.min_session_timeout_ms,
-            max_session_timeout_ms=cfg.max_session_timeout_ms,
-            initial_rebalance_delay_ms=cfg.initial_rebalance_delay_ms,
-            max_group_size=cfg.max_group_size,
-        )
+        config = _group_config(cfg)
         store = None
         if self.store_path is not None:
             from kgc.impl.durable_store import FileGroupStore
@@ -273,12 +281,6 @@ class World(StepChecks):
 
     # -- responses ---------------------------------------------------------------------------
 
-    def _callback(self, request_id: str) -> Callable[[Any], None]:
-        def deliver(result: Any) -> None:
-            self.responses[request_id].append(result)
-
-        return deliver
-
     def join_answer(self, request_id: str) -> str | None:
         """refs.JoinAnswers: the member id join `request_id` was given, None while unanswered."""
         delivered = self.responses.get(request_id)
@@ -287,16 +289,21 @@ class World(StepChecks):
         return delivered[0].member_id or ""
 
     def resolve(self, ref: Any, index: int) -> str:
+        if type(ref) is str:  # a literal member id (most references in the shipped scenarios)
+            return ref
         return refs.resolve(ref, self.join_answer, self.scenario.file, index)
 
     # -- actions -----------------------------------------------------------------------------
 
     def send(self, index: int, step: Step) -> None:
         if isinstance(step, REQUEST_TYPES):
-            member_id = self.resolve(step.member, index)
-            self.requests[step.id] = step
-            self.responses[step.id] = []
-            callback = self._callback(step.id)
+            member_id = self.resolve(step.member, index)  # type: ignore[union-attr]
+            self.requests[step.id] = step  # type: ignore[union-attr]
+            # a response is delivered by appending it to the request's list: a bound list.append
+            # is the callback, no Python frame per delivery
+            delivered: list[Any] = []
+            self.responses[step.id] = delivered  # type: ignore[union-attr]
+            callback = delivered.append
         c = self.coordinator
         if isinstance(step, Join):
             c.handle_join_group(
@@ -309,7 +316,7 @@ class World(StepChecks):
                 step.rebalance_timeout_ms,
                 step.session_timeout_ms,
                 step.protocol_type,
-                [tuple(p) for p in step.protocols],
+                list(step.protocols),  # (name, metadata) tuples already (scenario.py)
                 callback,
                 supports_skip_assignment=step.supports_skip_assignment,
             )
@@ -374,6 +381,32 @@ class World(StepChecks):
         return view
 
 
+#: id(scenario config) -> (that config, its GroupConfig): a replay builds one World per scenario
+#: run, and building a frozen GroupConfig costs as much as a scenario step's checks. Keyed by id
+#: (a ScenarioConfig's hash and == are Python functions); the entry holds the config, so its id
+#: is not reused while the entry lives. Emptied when full: runs of generated scenarios (fuzz)
+#: make configs without end.
+_GROUP_CONFIGS: dict[int, tuple[ScenarioConfig, GroupConfig]] = {}
+_GROUP_CONFIGS_MAX = 1024
+
+
+def _group_config(cfg: ScenarioConfig) -> GroupConfig:
+    """The coordinator's settings for a scenario's `config`."""
+    hit = _GROUP_CONFIGS.get(id(cfg))
+    if hit is not None and hit[0] is cfg:
+        return hit[1]
+    config = GroupConfig(
+        min_session_timeout_ms=cfg.min_session_timeout_ms,
+        max_session_timeout_ms=cfg.max_session_timeout_ms,
+        initial_rebalance_delay_ms=cfg.initial_rebalance_delay_ms,
+        max_group_size=cfg.max_group_size,
+    )
+    if len(_GROUP_CONFIGS) >= _GROUP_CONFIGS_MAX:
+        _GROUP_CONFIGS.clear()
+    _GROUP_CONFIGS[id(cfg)] = (cfg, config)
+    return config
+
+
 #: An expect_state's keys: the group's own, read from its GroupMetadata ...
 _GROUP_FIELDS: dict[str, Callable[[Any], Any]] = {
     "state": lambda g: state_name(g.state),
@@ -420,8 +453,6 @@ _GROUP_KEYS = (*_GROUP_FIELDS, *_STORE_FIELDS)
 
 
 def _leave_identity(member_id: str, instance: str | None = None) -> Any:
-    from kgc.impl.coordinator import LeaveMemberIdentity
-
     return LeaveMemberIdentity(member_id, instance)
 
 
@@ -523,8 +554,6 @@ AfterStep = Callable[[int, Step], "str | None"]
 
 def _new_kgc_fault(world: World) -> AfterStep:
     """kgc's own faults: swallowed by the coordinator, but a failed step all the same (conformance/faults.py)."""
-    from kgc.conformance.faults import fault_count, new_faults
-
     coordinator = world.coordinator
     counts_directly = hasattr(coordinator, "internal_errors") and hasattr(coordinator, "duplicate_answers")
 
