@@ -44,7 +44,28 @@ def spark_available() -> bool:
     return importlib.util.find_spec("pyspark") is not None
 
 
+# Errors only, from the JVM's first line on: setLogLevel("ERROR") comes after the session is up,
+# when Spark has already printed its "default log4j profile" notice and start-up warnings (the
+# native-hadoop library, spark.local.dir) on the user's terminal. The repl logger at the root's
+# level keeps PySpark's "Setting default log level" notice away too (Spark's Logging prints it
+# when they differ).
+_LOG4J2 = """\
+rootLogger.level = error
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+"""
+
+
 def _quiet_conf(scratch: Path, partitions: int) -> dict[str, str]:
+    log4j = scratch / "log4j2.properties"
+    log4j.write_text(_LOG4J2)
+    java_options = f"-Djava.io.tmpdir={scratch / 'tmp'} -Dlog4j2.configurationFile={log4j.as_uri()}"
     return {
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
@@ -52,8 +73,8 @@ def _quiet_conf(scratch: Path, partitions: int) -> dict[str, str]:
         "spark.default.parallelism": str(partitions),
         "spark.driver.memory": os.environ.get("KGC_SPARK_DRIVER_MEMORY", "1g"),
         "spark.local.dir": str(scratch / "local"),
-        "spark.driver.extraJavaOptions": f"-Djava.io.tmpdir={scratch / 'tmp'}",
-        "spark.executor.extraJavaOptions": f"-Djava.io.tmpdir={scratch / 'tmp'}",
+        "spark.driver.extraJavaOptions": java_options,
+        "spark.executor.extraJavaOptions": java_options,
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.python.worker.reuse": "true",
     }
