@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kgc.conformance.pipeline.logs_formats import (
-    COORDINATOR_HINTS,
     ENTRY_RE,
     FIELDS,
     FORMATS,
@@ -149,41 +148,38 @@ def _hadoop_path(path: str) -> str:
     return "file://" + escaped
 
 
-def read_numbered_lines(spark: SparkSession, files: Sequence[InputFile]) -> tuple[DataFrame, list[Any], DataFrame]:
-    """(file, line, raw, following) for every coordinator-looking line, one row per split with
-    its line, garbage and oversized counts (logs_scan: each file read once, by the workers), and
-    the cached scan both come from (to unpersist once what is computed from it is cached)."""
-    from pyspark.sql import functions as F
-
+def scan_lines(spark: SparkSession, files: Sequence[InputFile]) -> DataFrame:
+    """The scanner's rows (SCAN_SCHEMA: the coordinator-looking lines with their split-local
+    numbers, and one count row per split; logs_scan: each file read once, by the workers), in one
+    partition per core. Not cached: the classification runs in the same tasks, and only its
+    result is kept."""
     splits = make_splits([(f.path, f.status) for f in files])
     # verifySchema off: the scanner's tuples are SCAN_SCHEMA's by construction, and checking
     # every field of every row in Python was a per-line Python cost on the workers.
     scanned = spark.createDataFrame(
         spark.sparkContext.parallelize(splits, len(splits)).flatMap(scan_split), SCAN_SCHEMA, verifySchema=False
-    ).persist()
-    counts = scanned.filter(F.col("kind") == "split").select("file", "split", "lines", "garbage", "oversized").collect()
+    )
+    # The scanned rows are a small fraction of the input: one task per core (one task per split
+    # would pay a task's fixed cost in every later stage, for a few rows each).
+    return scanned.coalesce(max(1, min(len(splits), spark.sparkContext.defaultParallelism)))
+
+
+def number_lines(classified: DataFrame, split_lines: dict[tuple[str, int], int]) -> DataFrame:
+    """The classified lines with their line numbers in the file: the split-local number plus the
+    line counts of the file's earlier splits (`split_lines`: (file, split) -> lines in it)."""
+    from pyspark.sql import functions as F
+
     offsets: dict[tuple[str, int], int] = {}
-    for path in dict.fromkeys(f.path for f in files):
+    for path in dict.fromkeys(path for path, _ in split_lines):
         total = 0
-        for row in sorted((r for r in counts if r["file"] == path), key=lambda r: r["split"]):
-            offsets[(path, row["split"])] = total
-            total += row["lines"]
+        for split in sorted(s for p, s in split_lines if p == path):
+            offsets[(path, split)] = total
+            total += split_lines[(path, split)]
     offset_of = F.create_map(*[F.lit(x) for (path, split), off in offsets.items() for x in (f"{split}:{path}", off)])
     key = F.concat_ws(":", F.col("split").cast("string"), F.col("file"))
-    # The scanned rows are a small fraction of the input: one task per core from here on (one
-    # task per split would pay a task's fixed cost in every later stage, for a few rows each).
-    parts = max(1, min(len(splits), spark.sparkContext.defaultParallelism))
-    lines = (
-        scanned.filter(F.col("kind") == "line")
-        .coalesce(parts)
-        .select(
-            "file",
-            (F.col("local") + F.coalesce(offset_of[key], F.lit(0))).alias("line"),
-            F.col("text").alias("raw"),
-            "following",
-        )
+    return classified.filter(F.col("row") == "line").withColumn(
+        "line", F.col("local") + F.coalesce(offset_of[key], F.lit(0))
     )
-    return lines, counts, scanned
 
 
 def _format_case(msg: Column, hint: Column) -> Column:
@@ -219,27 +215,40 @@ def _fields_packed(msg: Column, idx: Column) -> Column:
     return empty if case is None else case.otherwise(empty)
 
 
-def classify_lines(lines: DataFrame) -> DataFrame:
-    """Adds category, the entry's parts (ts, level, broker, logger) and the event's fields."""
+def classify_lines(scanned: DataFrame) -> DataFrame:
+    """The scanner's rows (SCAN_SCHEMA) with category, the entry's parts (ts, level, broker,
+    logger) and the event's fields added; the scanner's `kind` is `row` here (line or split: a
+    split's count row passes through as noise), `kind` the event's."""
     from pyspark.sql import functions as F
 
     # The scanner passed on no garbage, oversized or client line (it counted the first two and
     # dropped the third), so none is looked for here; ANSI colours are rare: removed only where
-    # an escape is.
-    raw = F.col("raw")
+    # an escape is. A line starting with "[" (log4j's layout, most lines) has no paste prefix
+    # (every PREFIX_RE alternative starts with a space, ">", a digit, a word character or ".").
+    raw = F.col("text")
     clean = F.when(raw.contains("\x1b"), F.regexp_replace(raw, _ANSI_RE, "")).otherwise(raw)
-    df = lines.select("file", "line", "following", clean.alias("clean"))
-    df = df.withColumn("stripped", F.regexp_replace(F.col("clean"), PREFIX_RE, ""))
+    df = scanned.select(
+        F.col("kind").alias("row"),
+        "file",
+        "split",
+        "local",
+        "lines",
+        "garbage",
+        "oversized",
+        "following",
+        clean.alias("clean"),
+    )
+    clean_col = F.col("clean")
+    stripped = F.when(clean_col.startswith("["), clean_col).otherwise(F.regexp_replace(clean_col, PREFIX_RE, ""))
+    df = df.withColumn("stripped", stripped)
     # Only coordinator-looking lines are taken apart (substring searches decide which: most lines
     # of a broker log are other loggers'); the entry regex runs once, its groups packed into one
     # string by regexp_replace and split again. That split is a column of its own: the five
     # columns read from it, each a CASE over it, made Spark's generated code run the entry regex
     # once per reference (subexpression elimination missed it), ~5x per line.
-    clean_col = F.col("clean")
-    hint = clean_col.contains(COORDINATOR_HINTS[0])
-    for text in COORDINATOR_HINTS[1:]:
-        hint = hint | clean_col.contains(text)
-    df = df.withColumn("hint", hint)
+    # Every line the scanner passed on holds a COORDINATOR_HINTS text (it searched the raw bytes;
+    # removing ANSI escapes cannot split one), so no substring search is repeated here.
+    df = df.withColumn("hint", F.col("row") == "line")
     packed = F.when(F.col("hint"), F.regexp_replace(F.col("stripped"), "^.*?" + ENTRY_RE, _PACK)).otherwise(F.lit(""))
     df = df.withColumn("parts", F.split(packed, _SEP))
     parts = F.col("parts")
@@ -264,16 +273,23 @@ def classify_lines(lines: DataFrame) -> DataFrame:
     names = F.element_at(F.array(*[F.lit(f.name) for f in FORMATS]), F.col("idx") + 1)
     df = df.withColumn("packed_fields", F.split(_fields_packed(F.col("msg"), F.col("idx")), _SEP))
     fields = [F.coalesce(F.col("packed_fields").getItem(i), F.lit("")).alias(name) for i, name in enumerate(FIELDS)]
+    # msg is kept for unparsed lines only (hard-wrapped heads are joined from it): the cached
+    # table holds each event's text once (stripped), not twice.
     return df.select(
+        "row",
         "file",
-        "line",
+        "split",
+        "local",
+        "lines",
+        "garbage",
+        "oversized",
         "following",
         "category",
         "ts",
         "level",
         "broker",
         "logger",
-        "msg",
+        F.when(F.col("category") == "unparsed", F.col("msg")).alias("msg"),
         "stripped",
         F.when(F.col("idx") >= 0, kinds).otherwise(F.lit("")).alias("kind"),
         F.when(F.col("idx") >= 0, names).otherwise(F.lit("")).alias("format"),
@@ -287,21 +303,30 @@ def parse_logs(spark: SparkSession, files: Sequence[InputFile]) -> ParseResult:
     (the scanner counts the rest), so every join here is over a small table."""
     from pyspark.sql import functions as F
 
-    lines, split_counts, scanned = read_numbered_lines(spark, files)
-    classified = classify_lines(lines).persist()
+    # The scan and the classification run in the same tasks and only the classified rows are
+    # cached; one job fills the cache and brings back every count (per split: its lines, garbage
+    # and oversized; per category: the lines the scanner passed on).
+    cached = classify_lines(scan_lines(spark, files)).persist()
+    tallies = (
+        cached.groupBy("row", "file", "split", "category")
+        .agg(F.count("*").alias("count"), F.sum("lines"), F.sum("garbage"), F.sum("oversized"))
+        .collect()
+    )
     counts = {name: 0 for name in CATEGORIES}
-    per_file: dict[str, int] = {}
-    for split in split_counts:
-        per_file[split["file"]] = per_file.get(split["file"], 0) + split["lines"]
-        counts["garbage"] += split["garbage"]
-        counts["oversized"] += split["oversized"]
-        counts["noise"] += split["lines"] - split["garbage"] - split["oversized"]
-    for row in classified.groupBy("category").count().collect():
-        if row["category"] != "noise":  # the scanner counted every line it passed on as noise
+    per_file = {f.path: 0 for f in files}
+    split_lines: dict[tuple[str, int], int] = {}
+    for row in tallies:
+        if row["row"] == "split":
+            lines, garbage, oversized = row["sum(lines)"], row["sum(garbage)"], row["sum(oversized)"]
+            split_lines[(row["file"], row["split"])] = lines
+            per_file[row["file"]] = per_file.get(row["file"], 0) + lines
+            counts["garbage"] += garbage
+            counts["oversized"] += oversized
+            counts["noise"] += lines - garbage - oversized
+        elif row["category"] != "noise":  # the scanner counted every line it passed on as noise
             counts[row["category"]] += row["count"]
             counts["noise"] -= row["count"]
-    # classified is cached now: the scan's rows (the same lines, raw) need not stay in memory.
-    scanned.unpersist()
+    classified = number_lines(cached, split_lines)
 
     # Duplicated appenders: the same entry again on the very next line.
     candidates = classified.filter(F.col("category").isin("event", "unparsed"))
@@ -341,7 +366,7 @@ def parse_logs(spark: SparkSession, files: Sequence[InputFile]) -> ParseResult:
         for head in head_rows:
             extra.extend(_join_continuation(head, category_of, counts))
     events = events.select(*[F.col(c) for c in _EVENT_COLUMNS[:-1]], F.col("stripped").alias("text"))
-    return ParseResult(events, counts, extra, per_file, [classified])
+    return ParseResult(events, counts, extra, per_file, [cached])
 
 
 def _join_continuation(
