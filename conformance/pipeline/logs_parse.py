@@ -59,6 +59,9 @@ _SEP = "\u0001"
 #: ENTRY_RE's groups in one string: ts, level, broker (one of three idents), message, logger.
 _PACK = _SEP.join(("$1", "$2", "$3$4$5", "$6", "$7"))
 _LOGGER_SUFFIX_RE = r"\s+\(kafka\.coordinator[\w.$]*(?::\d+)?\).*$"
+#: The scanner's columns classify_lines passes through (the line's number in its split, the
+#: split's counts, the lines a hard-wrapped head carries along).
+_SCAN_KEPT = ("file", "split", "local", "lines", "garbage", "oversized", "following")
 _EVENT_COLUMNS = ("file", "line", "ts", "broker", "level", "kind", "format", *FIELDS, "text")
 
 
@@ -227,17 +230,7 @@ def classify_lines(scanned: DataFrame) -> DataFrame:
     # (every PREFIX_RE alternative starts with a space, ">", a digit, a word character or ".").
     raw = F.col("text")
     clean = F.when(raw.contains("\x1b"), F.regexp_replace(raw, _ANSI_RE, "")).otherwise(raw)
-    df = scanned.select(
-        F.col("kind").alias("row"),
-        "file",
-        "split",
-        "local",
-        "lines",
-        "garbage",
-        "oversized",
-        "following",
-        clean.alias("clean"),
-    )
+    df = scanned.select(F.col("kind").alias("row"), *_SCAN_KEPT, clean.alias("clean"))
     clean_col = F.col("clean")
     stripped = F.when(clean_col.startswith("["), clean_col).otherwise(F.regexp_replace(clean_col, PREFIX_RE, ""))
     df = df.withColumn("stripped", stripped)
@@ -277,13 +270,7 @@ def classify_lines(scanned: DataFrame) -> DataFrame:
     # table holds each event's text once (stripped), not twice.
     return df.select(
         "row",
-        "file",
-        "split",
-        "local",
-        "lines",
-        "garbage",
-        "oversized",
-        "following",
+        *_SCAN_KEPT,
         "category",
         "ts",
         "level",
