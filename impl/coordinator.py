@@ -52,6 +52,7 @@ from kgc.impl.kafka_log import GROUP_METADATA as _KAFKA_GM_LOG
 from kgc.impl.kafka_log import METADATA_MANAGER as _KAFKA_GMM_LOG
 from kgc.impl.kafka_log import partition_for
 from kgc.impl.purgatory import DelayedOperationPurgatory
+from kgc.impl.records import fast_init
 from kgc.impl.store import GroupStore, InMemoryGroupStore, StoredGroup
 from kgc.impl.timer import SystemTimer
 
@@ -91,6 +92,7 @@ class GroupConfig:
     new_member_join_timeout_ms: int = 300000  # GroupCoordinator.NewMemberJoinTimeoutMs
 
 
+@fast_init
 @dataclass(frozen=True)
 class JoinGroupResponseMember:
     member_id: str
@@ -98,6 +100,7 @@ class JoinGroupResponseMember:
     metadata: str
 
 
+@fast_init
 @dataclass(frozen=True)
 class JoinGroupResult:
     members: list[JoinGroupResponseMember]
@@ -117,6 +120,7 @@ class JoinGroupResult:
         return cls([], member_id, NO_GENERATION, None, None, NO_LEADER, error)
 
 
+@fast_init
 @dataclass(frozen=True)
 class SyncGroupResult:
     error: Errors
@@ -125,12 +129,14 @@ class SyncGroupResult:
     member_assignment: str = ""
 
 
+@fast_init
 @dataclass(frozen=True)
 class LeaveMemberIdentity:
     member_id: str
     group_instance_id: str | None = None
 
 
+@fast_init
 @dataclass(frozen=True)
 class LeaveGroupResult:
     error: Errors

@@ -15,10 +15,12 @@ from typing import Protocol
 
 from kgc.impl.errors import Errors
 from kgc.impl.group import GroupMetadata
+from kgc.impl.records import fast_init
 
 StoreCallback = Callable[[Errors], None]
 
 
+@fast_init
 @dataclass(frozen=True)
 class StoredMember:
     """One member as Kafka's group metadata record keeps it: only the chosen protocol's
@@ -34,6 +36,7 @@ class StoredMember:
     assignment: str
 
 
+@fast_init
 @dataclass(frozen=True)
 class StoredGroup:
     """A group metadata record (GroupMetadataManager.groupMetadataValue)."""
