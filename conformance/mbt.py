@@ -18,6 +18,7 @@ difference is a divergence: there is no "inconclusive".
 
 from __future__ import annotations
 
+import gc
 import re
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -138,16 +139,38 @@ class SimulationResult:
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _parse_state(body: str, memo: dict[str, Any]) -> dict[str, TlaValue]:
-    """tla_values.parse_state's job, with each `var = value` text parsed once per memo:
-    consecutive states (and the traces of one simulation) repeat most of them verbatim, and
-    parsing dominates converting a trace. TLC starts every variable's conjunct with `/\\ ` at
-    the start of a line and indents a value's continuation lines, so a plain split finds them."""
-    chunks = body.split("\n/\\ ")
-    if len(chunks) == 1:  # a single variable is printed without `/\\ `
-        return parse_state(body)
-    get = memo.get
-    return dict(get(chunk) or _parse_line(chunk, memo) for chunk in chunks[1:])
+class _StateReader:
+    """tla_values.parse_state's job for the states of one trace, each `var = value` text parsed
+    once per memo: consecutive states (and the traces of one simulation) repeat most of them
+    verbatim, and parsing dominates converting a trace. TLC starts every variable's conjunct
+    with `/\\ ` at the start of a line and indents a value's continuation lines, so a plain
+    split finds them. A step changes few variables and TLC prints them in one order, so a
+    line equal to the previous state's line at its place takes that line's (name, value)
+    after a string comparison (memcmp), not a hash and lookup of the whole text."""
+
+    __slots__ = ("memo", "lines", "pairs")
+
+    def __init__(self, memo: dict[str, Any]) -> None:
+        self.memo = memo
+        self.lines: list[str] = []
+        self.pairs: list[tuple[str, TlaValue]] = []
+
+    def read(self, body: str) -> dict[str, TlaValue]:
+        lines = body.split("\n/\\ ")
+        if len(lines) == 1:  # a single variable is printed without `/\\ `
+            return parse_state(body)
+        del lines[0]
+        memo = self.memo
+        get = memo.get
+        if len(lines) == len(self.lines):
+            pairs = [
+                pair if line == before else (get(line) or _parse_line(line, memo))
+                for line, before, pair in zip(lines, self.lines, self.pairs)
+            ]
+        else:
+            pairs = [get(line) or _parse_line(line, memo) for line in lines]
+        self.lines, self.pairs = lines, pairs
+        return dict(pairs)
 
 
 def _parse_line(chunk: str, memo: dict[str, Any]) -> tuple[str, TlaValue]:
@@ -168,20 +191,33 @@ def parse_simulation_file(text: str, memo: dict[str, Any] | None = None) -> Trac
 
     `memo` (value text -> value) may be shared by the files of one simulation: traces of one
     model repeat most values (every Init, the empty sets, the common timer lists), and values
-    are immutable, so a value parsed once serves every trace."""
+    are immutable, so a value parsed once serves every trace. The cyclic garbage collector is
+    paused while a file is read: the values, dicts and states made here hold no cycles (nothing
+    for it to find), yet its passes, triggered by their allocations, would walk the memo and
+    every state made so far, most of the CPU time of a trace's reading that is not parsing."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _read_states(text, {} if memo is None else memo)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _read_states(text: str, memo: dict[str, Any]) -> Trace:
     states: list[TraceState] = []
-    if memo is None:
-        memo = {}
+    reader = _StateReader(memo)
     parts = text.split("\nSTATE_")
+    last = len(parts) - 1
     for n, part in enumerate(parts[1:], 1):
         number, sep, body = part.partition(" ==")
         if not sep or not number.isdigit():
             raise ValueError(f"not a TLC state header: STATE_{part[:40]!r}")
-        if n == len(parts) - 1:
+        if n == last:
             footer = body.find("\n=====")
             if footer >= 0:
                 body = body[:footer]
-        values = _parse_state(body, memo)
+        values = reader.read(body)
         la = values.get("lastAction")
         action = str(la["name"]) if la is not None and "name" in la else "?"
         states.append(TraceState(int(number), action, None, values))

@@ -4,6 +4,8 @@ shared by several files; bad headers and lines are errors, not wrong states."""
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 
 from kgc.conformance.mbt import parse_simulation_file
@@ -42,6 +44,35 @@ def test_states_are_what_the_reference_parser_reads() -> None:
         assert [s.values for s in trace.states] == [parse_state(STATE_1), parse_state(STATE_2)]
         assert [s.action for s in trace.states] == ["Init", "JoinGroupUnknownMember"]
         assert [s.index for s in trace.states] == [1, 2]
+
+
+STATE_3_REORDERED = """/\\ cphase = (c1 :> "JoinWait" @@ c2 :> "Unjoined")
+/\\ now = 1
+/\\ timers = <<>>"""
+
+
+def test_lines_reused_from_the_previous_state_only_where_equal() -> None:
+    """A state's line equal to the previous state's at its place takes that line's value; one
+    that differs, or a state with another set or order of variables, is read afresh."""
+    states = (STATE_1, STATE_2, STATE_2, STATE_1, STATE_3_REORDERED, STATE_1)
+    trace = parse_simulation_file(_file(*states), {})
+    assert [s.values for s in trace.states] == [parse_state(s) for s in states]
+    assert list(trace.states[4].values) == ["cphase", "now", "timers"]
+
+
+def test_the_garbage_collector_is_left_as_it_was() -> None:
+    assert gc.isenabled()
+    parse_simulation_file(_file(STATE_1, STATE_2))
+    assert gc.isenabled()
+    with pytest.raises(ValueError):
+        parse_simulation_file(_file(STATE_1, "/\\ 1x = 2\n/\\ y = 1"))
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        parse_simulation_file(_file(STATE_1, STATE_2))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 def test_a_single_variable_state_and_an_empty_file() -> None:
