@@ -399,18 +399,22 @@ class CoordinatorMachine(RuleBasedStateMachine):
         each disturbance (stray requests, bad session timeouts, unloads, filling the group
         with pending members) on or off, so that some runs are the protocol alone.
 
-        Drawn from one Random rather than from Hypothesis' strategies: those favour their
-        simplest values (no formed members, the first weight), and a derandomized run then
-        almost never starts from a formed group; measured on sync_answered_in_preparing_
-        rebalance, 115 derandomized examples ran members_rejoin_together, sync_races_a_leave
-        and late_sync zero times."""
-        rng = data.draw(st.randoms(use_true_random=False), label="habits")
+        Drawn from one pseudo-random Random seeded by a single Hypothesis draw
+        (use_true_random), so that each example's habits are independent of the last and
+        every habit comes up as often as its odds say, on every Hypothesis seed. Not from
+        Hypothesis' strategies, nor from its derandomizable Random, whose every call is a
+        Hypothesis draw: those favour their simplest values (a float near 0, the first
+        element) and copy one example's draws into the next, so one example sequence ran a
+        habit in most examples and another never (measured on 4db14be, 150 examples of
+        static_rejoin_not_reverted: of seeds 0, 1, 2 one, two and one examples had static
+        consumers, where the odds are one in five; seed 2 ran wrong-generation-commit in 138
+        of 206 examples, seed 0 stall-commit in 130 of 181). Shrinking then simplifies the
+        steps, not the habits.
+        """
+        rng = data.draw(st.randoms(use_true_random=True), label="habits")
         self.weights = {
             name: rng.choice([3, 1, 0, 6]) for name in sorted(_WEIGHT) + sorted(set(CLIENT_ACTIONS) - set(_WEIGHT))
         }
-        # Each choice puts its most productive value where the Random's smallest draws land
-        # (Hypothesis starts from the simplest data, where every draw is 0): no disturbance,
-        # the fast clock, a formed group of the most members.
         self.disturbances = {name for name in _DISTURBANCES if rng.random() >= 0.5}
         opening = rng.choice(
             [
@@ -870,23 +874,20 @@ class CoordinatorMachine(RuleBasedStateMachine):
         self.rec.step("GroupUnload")
 
     @precondition(lambda self: not self.rec.world.coordinator.is_coordinator_for(GROUP_ID))
-    @rule()
-    def load(self) -> None:
-        self.rec.step("GroupLoad")
-
-    @precondition(
-        lambda self: (
-            not self.rec.world.coordinator.is_coordinator_for(GROUP_ID)
-            and not self.rec.world.coordinator.is_loading(GROUP_ID)
-        )
-    )
-    @rule()
-    def load_begin(self) -> None:
-        """The group's partition starts loading here (the loading window): until `load`
-        (or an unload that ends the load), requests are answered COORDINATOR_LOAD_IN_PROGRESS,
-        a Heartbeat NONE and a SyncGroup REBALANCE_IN_PROGRESS, while the consumers and time
-        go on."""
-        self.rec.step("LoadBegin")
+    @rule(window=st.booleans())
+    def load(self, window: bool) -> None:
+        """The group's partition comes back: loaded at once, or (`window`, not already
+        loading) its load begins here and takes a while (the loading window): until the load
+        ends (this rule again) or an unload ends it, requests are answered
+        COORDINATOR_LOAD_IN_PROGRESS, a Heartbeat NONE and a SyncGroup REBALANCE_IN_PROGRESS,
+        while the consumers and time go on. One rule rather than two, so that an example
+        that unloads the group sees both kinds of load about as often (as two rules, measured
+        on seed 0: 2 loading windows to 15 plain loads in 85 examples, and
+        loading_window_ignored missed on one seed of five in a 150 s run)."""
+        if window and not self.rec.world.coordinator.is_loading(GROUP_ID):
+            self.rec.step("LoadBegin")
+        else:
+            self.rec.step("GroupLoad")
 
     @precondition(lambda self: self.rec.world.coordinator.is_loading(GROUP_ID))
     @rule()

@@ -64,7 +64,7 @@ def test_every_cell_is_backed_by_the_detectors_test() -> None:
         | set(validate_tests.PROTOCOL_SEEDED)
         | set(validate_tests.STORE_SEEDED)
     )
-    # test_stateful's derandomized hunts, or test_fuzz_time_to_find's three example sequences
+    # test_stateful's derandomized hunts, or test_fuzz_time_to_find's example sequences
     proved = _test_module("tests/conformance/test_proofs.py").EXPECTED
     fuzzed = set(_test_module("tests/conformance/test_stateful.py").ASSERTED) | set(
         _test_module("tests/conformance/test_fuzz_time_to_find.py").HUNTED
