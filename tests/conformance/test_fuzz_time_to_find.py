@@ -42,11 +42,11 @@ NOT_HELD: dict[str, str] = {}
 #: Held on the first of ANY_SEEDS that finds them, not on every seed, each with what was measured
 #: (README "Fuzz alone"): the corner is reached in too few of the examples for every sequence.
 SOME_SEEDS: dict[str, str] = {
-    "static_rejoin_not_reverted": "a failed static replacement's store: missed seed 0 in 300 examples, "
-    "found on seeds 1 and 2 after 12 and 22 examples (on 4db14be: of seeds 0-2, seed 0 only)",
+    "static_rejoin_not_reverted": "a failed static replacement's store: on ee70184 missed seed 0 in 300 examples, found on "
+    "seeds 1 and 2 after 12 and 22 (on 317aa89 seed 0 after 204; on 4db14be: of seeds 0-2, seed 0 only)",
     "static_revert_dropped": "the same corner as static_rejoin_not_reverted, with the same counts",
-    "rebalance_timeout_waits_for_all": "a rebalance that outwaits a member on the fast clock: missed seed 0 in 300 examples and "
-    "seed 2 in a 150 s run at load 22, found on seed 1 after 43 (on 4db14be: seeds 0-4 within 74)",
+    "rebalance_timeout_waits_for_all": "a rebalance that outwaits a member on the fast clock: on 317aa89 seed 0 after 375 examples, "
+    "seed 1 after 45, seed 2 missed in 1,000 (on 4db14be: seeds 0-4 within 74)",
 }
 ANY_SEEDS = (0, 1, 2)
 #: every other seeded bug with an implementation layer (`kgc bugs`)
