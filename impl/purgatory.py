@@ -88,7 +88,7 @@ class DelayedOperation(TimerTask):
             self._bucket = None
             n = b.dead + 1
             b.dead = n
-            if n > COMPACT_MIN_DEAD and n + n > len(b.entries):
+            if n > COMPACT_MIN_DEAD and n * 4 > 3 * len(b.entries):
                 b.compact()
         self.on_complete()
         return True
@@ -129,7 +129,7 @@ class DelayedOperation(TimerTask):
             self._bucket = None
             n = b.dead + 1
             b.dead = n
-            if n > COMPACT_MIN_DEAD and n + n > len(b.entries):
+            if n > COMPACT_MIN_DEAD and n * 4 > 3 * len(b.entries):
                 b.compact()
         self.on_complete()
         self.on_expiration()

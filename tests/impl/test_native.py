@@ -219,13 +219,13 @@ def test_a_mostly_completed_bucket_compacts_the_same_way(side):
     for op in ops:
         timer.add(op)
     bucket = ops[0]._bucket
-    for op in ops[::2] + ops[1::4]:
+    for op in ops[::2] + ops[1::4] + ops[3::8]:
         op.force_complete()
-    assert len(bucket.entries) < 500 and bucket.dead * 2 <= len(bucket.entries)
-    assert [t.key for t in timer.live_tasks()] == [i for i in range(500) if i % 4 == 3]
+    assert len(bucket.entries) < 500 and bucket.dead * 4 <= 3 * len(bucket.entries)
+    assert [t.key for t in timer.live_tasks()] == [i for i in range(500) if i % 8 == 7]
     world["log"].clear()
     timer.advance_to(300)
-    assert [ops[i].serial for i in range(500) if i % 4 == 3] == [s for kind, s, _ in world["log"] if kind == "expire"]
+    assert [ops[i].serial for i in range(500) if i % 8 == 7] == [s for kind, s, _ in world["log"] if kind == "expire"]
 
 
 # A coordinator program: requests from four clients to two groups, and time passing, with
