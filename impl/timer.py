@@ -59,7 +59,7 @@ _DEADLINE = attrgetter("_deadline")
 # three quarters of it: amortised O(1) per completion, and dead tasks stay within 3x the live
 # ones. At half (2x) the wheel compacted twice as often, and each compaction scatters the live
 # tasks' memory for the collector's walk: wheel/heap 1.49 -> 2.23-2.30 at 1M outstanding, 2.02 ->
-# 2.75-2.93 at 100k (issue 18, README "Purgatory"); peak memory 0.83 of the heap's at 1M.
+# 2.75-2.93 at 100k (issue 18, docs/measurements.md "Purgatory"); peak memory 0.83 of the heap's at 1M.
 COMPACT_MIN_DEAD = 32
 
 
