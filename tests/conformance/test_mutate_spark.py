@@ -19,15 +19,31 @@ from procsupport import alive, descendants
 from kgc.conformance.mutate import Mutant, sample_mutants
 from kgc.conformance.mutate_run import run_mutants
 
-# Three of test_mutate's fixed sample (seed 20, 20 mutants): replay kills the two of coordinator.py
-# and not delayed:212 (equivalent), so both verdicts are compared. delayed:212 is also the first
-# of the delayed-only draw with that seed, which the command-line test runs.
-PICKED = ("coordinator:1212:8:drop-stmt", "coordinator:1249:34:drop-not", "delayed:212:12:return-none")
+# Three of test_mutate's fixed sample (seed 20, 20 mutants), named by site (module, function,
+# operator, target text: the draw's key, which has no line number, so an edit above them does
+# not rename them as it renames their idents):
+# replay kills the two of coordinator.py and not DelayedSync.try_complete's (equivalent), so both
+# verdicts are compared. That one is also the first of the delayed-only draw with that seed,
+# which the command-line test runs.
+PICKED = (
+    (
+        "coordinator",
+        "GroupCoordinator._complete_and_schedule_next_expiration",
+        "drop-stmt",
+        "member_id = member.member_id",
+    ),
+    ("coordinator", "GroupCoordinator.on_expire_heartbeat", "drop-not", "not member.has_satisfied_heartbeat"),
+    ("delayed", "DelayedSync.try_complete", "return-none", "return False"),
+)
 
 
 @pytest.fixture(scope="module")
 def picked() -> list[Mutant]:
-    return [m for m in sample_mutants(["coordinator", "delayed"], 20, seed=20) if m.ident in PICKED]
+    found = [
+        m for m in sample_mutants(["coordinator", "delayed"], 20, seed=20) if tuple(m.key.split("\0")[:4]) in PICKED
+    ]
+    assert len(found) == len(PICKED), [m.ident for m in found]
+    return found
 
 
 @pytest.fixture(scope="module")
@@ -56,22 +72,24 @@ def test_spark_tasks_give_the_local_pools_verdicts(
     results = run_mutants_on_spark(
         spark, picked, ["replay"], 240, None, 1, on_done=lambda r: seen.append(r.mutant.ident)
     )  # type: ignore[arg-type]
-    assert [r.mutant.ident for r in results] == list(PICKED)
-    assert sorted(seen) == sorted(PICKED)  # each result once, as its job ended
+    idents = [m.ident for m in picked]
+    assert [r.mutant.ident for r in results] == idents
+    assert sorted(seen) == sorted(idents)  # each result once, as its job ended
     assert {r.mutant.ident: r.outcomes for r in results} == local
     assert sorted(o["replay"] for o in local.values()) == ["killed", "killed", "survived"], local
 
 
-def test_kgc_mutate_master_reports_as_the_local_path(local: dict[str, dict[str, str]]) -> None:
+def test_kgc_mutate_master_reports_as_the_local_path(picked: list[Mutant], local: dict[str, dict[str, str]]) -> None:
+    delayed = picked[2].ident
     run = _kgc(
         "mutate", "--detectors", "replay", "--modules", "delayed", "--sample", "1", "--seed", "20",
         "--budget", "240", "--master", "local[2]", "--json",
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-2000:]
     report = json.loads(run.stdout.splitlines()[-1])
-    assert [(r["mutant"], r["outcomes"]) for r in report["results"]] == [(PICKED[2], local[PICKED[2]])]
-    assert report["survivors"] == [PICKED[2]] and report["kill_rate"]["replay"] == 0.0
-    assert f"[1/1] {PICKED[2]}: replay=survived" in run.stderr
+    assert [(r["mutant"], r["outcomes"]) for r in report["results"]] == [(delayed, local[delayed])]
+    assert report["survivors"] == [delayed] and report["kill_rate"]["replay"] == 0.0
+    assert f"[1/1] {delayed}: replay=survived" in run.stderr
 
 
 def test_ctrl_c_during_the_spark_stage_ends_every_detector() -> None:
