@@ -46,9 +46,10 @@ def spark_available() -> bool:
 
 # Errors only, from the JVM's first line on: setLogLevel("ERROR") comes after the session is up,
 # when Spark has already printed its "default log4j profile" notice and start-up warnings (the
-# native-hadoop library, spark.local.dir) on the user's terminal. The repl logger at the root's
-# level keeps PySpark's "Setting default log level" notice away too (Spark's Logging prints it
-# when they differ).
+# native-hadoop library, spark.local.dir) on the user's terminal. The repl logger is set to the
+# root's level in the hope of silencing PySpark's "Setting default log level" notice (Spark's
+# Logging prints it when they differ); measured, the notice still prints, as does the JVM's
+# "Using incubator modules" line.
 _LOG4J2 = """\
 rootLogger.level = error
 logger.repl.name = org.apache.spark.repl.Main
