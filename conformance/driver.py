@@ -23,28 +23,36 @@ __all__ = ["Driver", "ObserverFan"]
 
 
 class ObserverFan:
-    """The coordinator's one observer: every event to every listener, in order."""
+    """The coordinator's one observer: every event to every listener, in order.
+
+    Each hook's listeners are looked up once, here: the fan sees several events a step, and a
+    getattr per listener per event was a visible part of a conform step. `listeners` is fixed
+    from construction on (a tuple), so the lookups cannot go stale."""
 
     def __init__(self, listeners: Iterable[Any] = ()) -> None:
-        self.listeners: list[Any] = [x for x in listeners if x is not None]
+        self.listeners: tuple[Any, ...] = tuple(x for x in listeners if x is not None)
+        self._request = self._each("on_request")
+        self._response = self._each("on_response")
+        self._timer = self._each("on_timer")
+        self._transition = self._each("on_transition")
 
-    def _each(self, hook: str) -> list[Any]:
-        return [f for x in self.listeners if (f := getattr(x, hook, None)) is not None]
+    def _each(self, hook: str) -> tuple[Any, ...]:
+        return tuple(f for x in self.listeners if (f := getattr(x, hook, None)) is not None)
 
     def on_request(self, kind: str, group_id: str, args: dict[str, Any]) -> None:
-        for f in self._each("on_request"):
+        for f in self._request:
             f(kind, group_id, args)
 
     def on_response(self, kind: str, group_id: str, result: object) -> None:
-        for f in self._each("on_response"):
+        for f in self._response:
             f(kind, group_id, result)
 
     def on_timer(self, kind: str, group_id: str, member_id: str | None) -> None:
-        for f in self._each("on_timer"):
+        for f in self._timer:
             f(kind, group_id, member_id)
 
     def on_transition(self, group_id: str, old: GroupState, new: GroupState) -> None:
-        for f in self._each("on_transition"):
+        for f in self._transition:
             f(group_id, old, new)
 
 

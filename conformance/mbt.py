@@ -609,12 +609,16 @@ def _follow(
                 outcome.steps = n
                 continue
             if name in TIMER_STEPS and world.ops and spec_before["timers"]:
-                spec_head, head = spec_before["timers"][0], timer_record(world, world.ops[0])
+                # the abstraction's own record of the head op: its state is the world's as the
+                # last update left it, and what ran since (client events alone) changes no
+                # input of a timer record (the clock, the group, the ops, the ghost history)
+                spec_head = spec_before["timers"][0]
+                head = abstraction.state["timers"][0] if recorder is None else timer_record(world, world.ops[0])
                 if head != spec_head and tie_to_fire(world, spec_head) is None:
                     outcome.divergence = Divergence(n, describe_action(la), "timers[1]", _show(spec_head), _show(head))
                     return outcome
             group = world.group if on_step is not None else None
-            before_state = group.state.name if group is not None else "NoGroup"
+            before_state = group.state._name_ if group is not None else "NoGroup"  # .name, no descriptor
             try:
                 res = (
                     apply_spec_step(world, spec_before, spec_after)
@@ -688,7 +692,7 @@ def _client_event(
     same divergence as the full step would report, or None."""
     name, client = str(la["name"]), client_name(la)
     group = world.group if on_step is not None else None
-    before_state = group.state.name if group is not None else "NoGroup"
+    before_state = group.state._name_ if group is not None else "NoGroup"  # .name, no descriptor
     try:
         res = apply_client_event(world, name, client)
     except Exception as e:  # noqa: BLE001 - the driver's view of an unknown client

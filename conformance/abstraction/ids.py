@@ -3,30 +3,44 @@ order of first appearance), and the assignment plans a leader's SyncGroup hands 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from kgc.conformance.abstraction.constants import NO_MEMBER, PLAN_PREFIX
 
 
+class _Registry(dict):  # type: ignore[type-arg]
+    """impl id -> spec id; looking up an id never seen registers it (dict's __missing__), so
+    that a hit, nearly every lookup, is dict's own C-level subscript with no Python frame."""
+
+    def __init__(self, owner: IdMap) -> None:
+        super().__init__({"": NO_MEMBER})
+        self.owner = owner
+
+    def __missing__(self, impl_id: str | None) -> int:
+        if impl_id is None:
+            return NO_MEMBER  # not stored: None stays unregistered
+        got = len(self)
+        self[impl_id] = got
+        owner = self.owner
+        owner._impl[got] = impl_id
+        owner._seen += 1
+        owner._order.append(impl_id)
+        return got
+
+
 class IdMap:
-    """Implementation member id <-> spec id (1, 2, ...) by order of first appearance."""
+    """Implementation member id <-> spec id (1, 2, ...) by order of first appearance.
+
+    `spec(impl_id)`: the spec id; an id never seen before is registered (gets the next
+    number); None is NoMember. It is the registry's bound __getitem__ (conform maps tens of
+    member ids a step through it)."""
 
     def __init__(self) -> None:
-        self._spec: dict[str, int] = {"": NO_MEMBER}
+        self._spec = _Registry(self)
         self._impl: dict[int, str] = {NO_MEMBER: ""}
         self._seen = 0
         self._order: list[str] = []
-
-    def spec(self, impl_id: str | None) -> int:
-        """The spec id; an id never seen before is registered (gets the next number)."""
-        if impl_id is None:
-            return NO_MEMBER
-        got = self._spec.get(impl_id)
-        if got is None:
-            got = len(self._spec)
-            self._spec[impl_id] = got
-            self._impl[got] = impl_id
-            self._seen += 1
-            self._order.append(impl_id)
-        return got
+        self.spec: Callable[[str | None], int] = self._spec.__getitem__
 
     def peek(self, impl_id: str) -> int | None:
         return self._spec.get(impl_id)

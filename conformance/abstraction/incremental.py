@@ -53,6 +53,7 @@ from kgc.conformance.abstraction.state import (
     timer_record,
 )
 from kgc.conformance.abstraction.world import World
+from kgc.impl.delayed import DelayedHeartbeat
 from kgc.spec.values import ModelValue, Record, TlaValue
 
 __all__ = ["CLIENT_ONLY_ACTIONS", "IncrementalAbstraction", "check_incremental_default"]
@@ -192,12 +193,16 @@ class IncrementalAbstraction:
         records = []
         for op in ops:
             stale = op.group is not group
+            # is_orphan and timer_dur are False and "none" for any op but a heartbeat: not called
+            heartbeat = isinstance(op, DelayedHeartbeat)
             key = (
                 base,
                 op.deadline_ms(),
                 stale,
-                op.group.new_member_added if stale else is_orphan(op, group, orphaned),  # type: ignore[arg-type]
-                timer_dur(world, op, group),
+                (
+                    op.group.new_member_added if stale else heartbeat and is_orphan(op, group, orphaned)  # type: ignore[arg-type]
+                ),
+                timer_dur(world, op, group) if heartbeat else "none",
                 gen_key,
             )
             hit = memo.get(id(op))

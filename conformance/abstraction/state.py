@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from collections.abc import Set as AbstractSet
 from itertools import compress
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from kgc.conformance.abstraction.constants import (
@@ -359,6 +359,7 @@ def timer_records(world: World, ops: list[Any]) -> tuple[Record, ...]:
     return tuple(timer_record(world, op) for op in ops)
 
 
+_FIRST = itemgetter(0)
 _MEMBER_ID = attrgetter("member_id")
 _AWAITING_JOIN = attrgetter("is_awaiting_join")
 _AWAITING_SYNC = attrgetter("is_awaiting_sync")
@@ -387,20 +388,20 @@ def coordinator_variables(
         timeouts, protocols = world.member_timeouts, world.member_protocols
         for m in members:
             seen = (m.session_timeout_ms, m.rebalance_timeout_ms)
-            names = tuple(name for name, _ in m.protocols)
+            names = tuple(map(_FIRST, m.protocols))  # (name, metadata) pairs, C-level
             if timeouts.get(m.member_id) != seen or protocols.get(m.member_id) != names:
                 timeouts[m.member_id], protocols[m.member_id] = seen, names
                 world.per_member_version += 1
         gen = group.generation_id
-        leaders = frozenset(ids.spec(m) for g, g_gen, m in world.self_leaders if g is group and g_gen == gen)
+        spec = ids.spec
+        leaders = frozenset(map(spec, [m for g, g_gen, m in world.self_leaders if g is group and g_gen == gen]))
         settled = group.state in (GroupState.CompletingRebalance, GroupState.Stable)
         formed = world.formed[1] if settled and world.formed[0] is group else frozenset()
         # the member sets by C-level map/compress over the members (a generator per set was
         # a Python frame per member and set, a tenth of recomputing these variables)
-        spec = ids.spec
         member_ids = list(map(_MEMBER_ID, members))
         live = {
-            "gstate": group.state.value,
+            "gstate": group.state._value_,  # what .value returns, without enum's Python-level descriptor
             "generation": world.gen(gen),
             "leader": spec(group.leader_id) if group.leader_id else NO_MEMBER,
             "members": frozenset(map(spec, member_ids)),
@@ -416,7 +417,7 @@ def coordinator_variables(
             ),
             "newMemberAdded": bool(group.new_member_added),
             "genLeaders": leaders,
-            "genMembers": frozenset(ids.spec(m) for m in formed),
+            "genMembers": frozenset(map(spec, formed)),
         }
     else:
         empty: frozenset[int] = frozenset()

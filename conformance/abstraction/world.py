@@ -208,7 +208,9 @@ class World:
     # -- views --------------------------------------------------------------------------------
     @property
     def group(self) -> GroupMetadata | None:
-        return self.coordinator.group(GROUP_ID)
+        # the coordinator's own table, read directly: GroupCoordinator.group(GROUP_ID) is this
+        # lookup behind one more Python frame, and conform reads the group several times a step
+        return self.coordinator._groups.get(GROUP_ID)
 
     def gen(self, generation: int) -> int:
         """A generation as the spec writes it: as is, or with Normalize 1 for the current
@@ -356,20 +358,23 @@ class World:
         """Register new member ids (order of first appearance) and note new timer ops;
         returns the live ops (also kept as `ops`)."""
         group = self.group
+        spec = self.ids.spec
         if group is not None:
             for m in sorted(group.pending_members):
-                self.ids.spec(m)
+                spec(m)
             for m, member in group.members.items():
-                self.ids.spec(m)
+                spec(m)
                 if member.group_instance_id is not None:
                     self.member_instances.setdefault(m, member.group_instance_id)
         ops = self.timer.live_tasks()
+        born = self.op_born
         for op in ops:
-            if id(op) not in self.op_born or self.op_born[id(op)][0] is not op:
-                self.op_born[id(op)] = (op, self.step)
+            entry = born.get(id(op))
+            if entry is None or entry[0] is not op:
+                born[id(op)] = (op, self.step)
             member = getattr(op, "member_id", None)
             if member:
-                self.ids.spec(member)
+                spec(member)
         self.ops = ops
         self.observed_step = self.step
         return ops
