@@ -155,7 +155,10 @@ def make_run_dir(base: Path, model: str) -> Path:
 
 
 def tlc_command(job: TlcJob, java: Path, jar: Path, run_dir: Path) -> list[str]:
-    command = [str(java), "-XX:+UseParallelGC", "-XX:-UsePerfData", *job.jvm_options]
+    # ParallelGC unless the job picks its own collector: the JVM refuses two (e.g. the
+    # pipeline's short simulate runs use SerialGC, see conform_task.SIMULATE_JVM_OPTIONS).
+    own_gc = any(o.startswith("-XX:+Use") and o.endswith("GC") for o in job.jvm_options)
+    command = [str(java), *(() if own_gc else ("-XX:+UseParallelGC",)), "-XX:-UsePerfData", *job.jvm_options]
     if job.max_heap:
         command.append(f"-Xmx{job.max_heap}")
     command += [

@@ -212,8 +212,15 @@ def _itf_text(states: list[dict[str, Any]], meta: dict[str, Any], description: s
     return json.dumps(trace_to_itf(trace, source="GroupCoordinator", description=description, meta=meta))
 
 
-#: JVM options of the pipeline's TLC simulate runs (see simulate_raw).
-SIMULATE_JVM_OPTIONS: tuple[str, ...] = ("-XX:TieredStopAtLevel=1",)
+#: JVM options of the pipeline's TLC simulate runs (see simulate_raw). C1 only: a slice of a few
+#: hundred short traces ends before C2's compilations pay off (-29 % TLC CPU per trace at 500
+#: traces of depth 40). A small young generation (32 MB, one GC thread): TLC's simulation
+#: allocates ~4.6 MB of short-lived values per trace and keeps ~23 MB, so ParallelGC's eden,
+#: grown adaptively to ~1.6 GB, puts every allocation in memory no cache holds and that the
+#: kernel first has to fault in (the collections themselves cost ~2 % of the CPU); a 32 MB
+#: eden is reused while still cached: -6 % TLC CPU per trace in paired runs, same trace files
+#: (docs/measurements.md, "TLC's CPU per trace").
+SIMULATE_JVM_OPTIONS: tuple[str, ...] = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmn32m")
 
 
 def simulate_raw(unit: WorkUnit, scratch: Path) -> tuple[Any, SpecConstants, list[Path]]:
@@ -235,9 +242,7 @@ def simulate_raw(unit: WorkUnit, scratch: Path) -> tuple[Any, SpecConstants, lis
         config=config,
         modules=found.modules,
         workers=1,
-        # C1 only: a slice of a few hundred short traces ends before C2's compilations pay
-        # off; measured -29 % TLC CPU per trace at 500 traces of depth 40 (README, Measured)
-        jvm_options=SIMULATE_JVM_OPTIONS,
+        jvm_options=SIMULATE_JVM_OPTIONS,  # C1 only, a small young generation: see there
         tlc_options=(
             "-simulate",
             f"file={raw / 'tr'},num={unit.count}",

@@ -170,3 +170,15 @@ def test_jvm_options_reach_the_jvm(tmp_path: Path) -> None:
     assert cmd.index("-XX:TieredStopAtLevel=1") < cmd.index(" -cp ")
     bad = run_tlc(job_for("Ok", jvm_options=("-XX:+NoSuchKgcOption",)), tmp_path / "bad")
     assert bad.outcome is not Outcome.PASSED
+
+
+@pytest.mark.usefixtures("spec_snapshot")
+def test_a_job_may_pick_its_own_collector(tmp_path: Path) -> None:
+    """The default collector (ParallelGC) is left out when the job names one: the JVM refuses
+    two ("Conflicting collector combinations"), and the pipeline's simulate runs use SerialGC."""
+    serial = run_tlc(job_for("Ok", jvm_options=("-XX:+UseSerialGC", "-Xmn32m")), tmp_path / "serial")
+    assert serial.outcome is Outcome.PASSED and serial.distinct_states == 24
+    cmd = (tmp_path / "serial" / "tlc.cmd").read_text()
+    assert "-XX:+UseSerialGC" in cmd and "UseParallelGC" not in cmd
+    default = run_tlc(job_for("Ok"), tmp_path / "default")
+    assert default.outcome is Outcome.PASSED and "-XX:+UseParallelGC" in (tmp_path / "default" / "tlc.cmd").read_text()
