@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import random
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -53,6 +52,7 @@ from kgc.impl.kafka_log import METADATA_MANAGER as _KAFKA_GMM_LOG
 from kgc.impl.kafka_log import partition_for
 from kgc.impl.purgatory import DelayedOperationPurgatory
 from kgc.impl.records import fast_init
+from kgc.impl.seeded_draws import SeededDraws
 from kgc.impl.store import GroupStore, InMemoryGroupStore, StoredGroup
 from kgc.impl.timer import SystemTimer
 
@@ -258,7 +258,8 @@ class GroupCoordinator:
         self.timer = timer
         self.store: GroupStore = store if store is not None else InMemoryGroupStore()
         self.observer = observer
-        self._rng = random.Random(member_id_seed)
+        # random.Random(member_id_seed)'s draws, without seeding a Mersenne Twister per coordinator
+        self._rng = SeededDraws(member_id_seed)
         self.heartbeat_purgatory = DelayedOperationPurgatory("Heartbeat", timer)
         self.rebalance_purgatory = DelayedOperationPurgatory("Rebalance", timer)
         self._groups: dict[str, GroupMetadata] = {}

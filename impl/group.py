@@ -14,13 +14,13 @@ monkeypatching an instance or the class does not reach compiled callers.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Iterable
 from enum import Enum
 from typing import Any, Final
 
 from mypy_extensions import mypyc_attr
 
+from kgc.impl.seeded_draws import UuidDraws
 from kgc.impl.watch_keys import GroupJoinKey, GroupSyncKey, MemberKey
 
 Protocols = list[tuple[str, str]]
@@ -408,8 +408,9 @@ class GroupMetadata:
         return max([0] + [m.rebalance_timeout_ms for m in self.members.values()])
 
     @staticmethod
-    def generate_member_id(client_id: str, group_instance_id: str | None, rng: random.Random) -> str:
-        """`clientId-uuid` (or `instanceId-uuid`), the uuid drawn from `rng` for replayability."""
+    def generate_member_id(client_id: str, group_instance_id: str | None, rng: UuidDraws) -> str:
+        """`clientId-uuid` (or `instanceId-uuid`), the uuid drawn from `rng` for replayability
+        (a `random.Random`, or the coordinator's SeededDraws: the same draws, seeded once)."""
         prefix = group_instance_id if group_instance_id is not None else client_id
         return f"{prefix}-{_uuid4_text(rng.getrandbits(128))}"
 
