@@ -107,7 +107,6 @@ def _replay_rate(min_seconds: float) -> tuple[float, int]:
     from kgc.conformance.replay import run_scenario
     from kgc.conformance.scenario import load_scenario
 
-    Path(__file__).resolve().parents[2]
     files = sorted(shipped_scenarios().glob("*.json"))
     if not files:
         raise BenchCheckFailed("replay benchmark: no scenarios shipped in kgc.conformance")
