@@ -61,7 +61,7 @@ _PACK = _SEP.join(("$1", "$2", "$3$4$5", "$6", "$7"))
 _LOGGER_SUFFIX_RE = r"\s+\(kafka\.coordinator[\w.$]*(?::\d+)?\).*$"
 #: The scanner's columns classify_lines passes through (the line's number in its split, the
 #: split's counts, the lines a hard-wrapped head carries along).
-_SCAN_KEPT = ("file", "split", "local", "lines", "garbage", "oversized", "following")
+_SCAN_KEPT = ("file", "split", "local", "lines", "garbage", "oversized", "following", "adjacent")
 _EVENT_COLUMNS = ("file", "line", "ts", "broker", "level", "kind", "format", *FIELDS, "text")
 
 
@@ -296,9 +296,16 @@ def parse_logs(spark: SparkSession, files: Sequence[InputFile]) -> ParseResult:
     cached = classify_lines(scan_lines(spark, files)).persist()
     tallies = (
         cached.groupBy("row", "file", "split", "category")
-        .agg(F.count("*").alias("count"), F.sum("lines"), F.sum("garbage"), F.sum("oversized"))
+        .agg(
+            F.count("*").alias("count"),
+            F.sum("lines"),
+            F.sum("garbage"),
+            F.sum("oversized"),
+            F.sum(F.col("adjacent").cast("long")).alias("adjacent"),
+        )
         .collect()
     )
+    adjacent = 0  # candidates (event, unparsed) whose line before may be one too
     counts = {name: 0 for name in CATEGORIES}
     per_file = {f.path: 0 for f in files}
     split_lines: dict[tuple[str, int], int] = {}
@@ -313,13 +320,20 @@ def parse_logs(spark: SparkSession, files: Sequence[InputFile]) -> ParseResult:
         elif row["category"] != "noise":  # the scanner counted every line it passed on as noise
             counts[row["category"]] += row["count"]
             counts["noise"] -= row["count"]
+            adjacent += row["adjacent"] if row["category"] in ("event", "unparsed") else 0
     classified = number_lines(cached, split_lines)
 
-    # Duplicated appenders: the same entry again on the very next line.
+    # Duplicated appenders: the same entry again on the very next line. Only a line the scanner
+    # saw right after another passed-on line (`adjacent`) can be one: without any, as in most
+    # logs, the self-join (two shuffles of every candidate) is not run.
     candidates = classified.filter(F.col("category").isin("event", "unparsed"))
     previous = candidates.select("file", (F.col("line") + 1).alias("line"), F.col("stripped"))
-    duplicates = candidates.join(previous, ["file", "line", "stripped"], "left_semi").select("file", "line", "category")
-    duplicate_rows = duplicates.collect()
+    duplicates = (
+        candidates.filter(F.col("adjacent"))
+        .join(previous, ["file", "line", "stripped"], "left_semi")
+        .select("file", "line", "category")
+    )
+    duplicate_rows = duplicates.collect() if adjacent else []
     for row in duplicate_rows:
         counts[row["category"]] -= 1
         counts["duplicate"] += 1

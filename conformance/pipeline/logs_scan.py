@@ -50,10 +50,12 @@ _NEEDLES = (b"roup", b"is now empty")
 assert all(any(n in h for n in _NEEDLES) for h in _HINTS)
 
 #: One row per coordinator-looking line (kind "line") and one per split (kind "split": its line,
-#: garbage and oversized counts; text empty).
+#: garbage and oversized counts; text empty). `adjacent`: the line before it may be a row too (it
+#: is one, or it is in the previous split): only such lines can be an appender's duplicate, so
+#: without any the duplicates' join is not run (logs_parse.parse_logs).
 SCAN_SCHEMA = (
     "kind string, file string, split int, local long, text string, following array<string>, "
-    "lines long, garbage long, oversized long"
+    "lines long, garbage long, oversized long, adjacent boolean"
 )
 
 
@@ -82,14 +84,16 @@ def make_splits(files: Sequence[tuple[str, str]], split_bytes: int = SPLIT) -> l
     return splits
 
 
-def _plain_records(split: ScanSplit, stop: list[int]) -> Iterator[bytes]:
+def _plain_records(split: ScanSplit, stop: list[int], first: list[int]) -> Iterator[bytes]:
     """Chunks of whole \\n-terminated records owned by the split: those starting in
-    [start, end); the last one runs past `end` to its newline (or the end of the file)."""
+    [start, end); the last one runs past `end` to its newline (or the end of the file). Where
+    the first record starts goes into `first`, where the last one ended into `stop`."""
     with open(split.path, "rb") as handle:
         if split.start > 0:
             handle.seek(split.start - 1)
             if handle.read(1) != b"\n":  # the record straddling `start` is the previous split's
                 handle.readline()
+        first.append(handle.tell())
         remaining = split.end - handle.tell()
         carry = b""
         while remaining > 0:
@@ -125,6 +129,26 @@ def _lines_after(path: str, offset: int, count: int) -> list[bytes]:
     return lines[:count]
 
 
+def _row_before(path: str, first: int) -> bool:
+    """Whether the physical line ending just before offset `first` (a record's start) may be a
+    row of the previous split: it holds a hint and no client marker (garbage or oversized lines
+    are not told apart: a yes may be wrong, a no never is). A line longer than the bytes read
+    back is a yes."""
+    if first == 0:
+        return False
+    back = min(first, 4 * MAX_LINE + 8)
+    with open(path, "rb") as handle:
+        handle.seek(first - back)
+        data = handle.read(back)
+    body = data[:-1]  # without the \n ending the record
+    body = body[:-1] if body.endswith(b"\r") else body
+    cut = max(body.rfind(b"\n"), body.rfind(b"\r"))
+    if cut < 0 and back < first:
+        return True
+    line = body[cut + 1 :]
+    return any(h in line for h in _HINTS) and not any(c in line for c in _CLIENT)
+
+
 def _gzip_records(split: ScanSplit) -> Iterator[bytes]:
     """Decompressed chunks of whole records; stops quietly at damage (kept up to there)."""
     if not split.readable:
@@ -158,11 +182,15 @@ def _gzip_records(split: ScanSplit) -> Iterator[bytes]:
 def scan_split(split: ScanSplit) -> Iterator[tuple[object, ...]]:
     """Rows in SCAN_SCHEMA's order for one split: its coordinator-looking lines, then its counts."""
     stop: list[int] = []  # where a plain split's records ended
-    records = _gzip_records(split) if split.gzip else _plain_records(split, stop)
+    starts: list[int] = []  # and where they started
+    records = _gzip_records(split) if split.gzip else _plain_records(split, stop, starts)
     base = 0  # physical lines before the current chunk, within the split
     garbage = oversized = 0
     pending: list[list[object]] = []  # heads still collecting their following lines
+    last = -1  # the last row's local number (0: the line before the split may be a row)
     for chunk in records:
+        if starts:
+            last = 0 if _row_before(split.path, starts.pop()) else -1
         fast = b"\r" not in chunk and not _suspicious(chunk)
         lines = [] if fast else chunk.splitlines()
         if pending:
@@ -188,7 +216,9 @@ def scan_split(split: ScanSplit) -> Iterator[tuple[object, ...]]:
         for index, line, end in hits:
             if not any(h in line for h in _HINTS) or any(c in line for c in _CLIENT):
                 continue
-            row: list[object] = ["line", split.path, split.index, base + index + 1, _decode(line), [], 0, 0, 0]
+            local = base + index + 1
+            row: list[object] = ["line", split.path, split.index, local, _decode(line), [], 0, 0, 0, local == last + 1]
+            last = local
             if _LOGGER not in line:
                 after = _next_lines(chunk, end + 1, FOLLOWING) if fast else lines[index + 1 : index + 1 + FOLLOWING]
                 row[5] = [_decode(x) for x in after]
@@ -203,7 +233,7 @@ def scan_split(split: ScanSplit) -> Iterator[tuple[object, ...]]:
             following = row[5]  # type: ignore[assignment]
             following.extend(_decode(x) for x in after[: FOLLOWING - len(following)])
     yield from (tuple(r) for r in pending)
-    yield ("split", split.path, split.index, 0, "", [], base, garbage, oversized)
+    yield ("split", split.path, split.index, 0, "", [], base, garbage, oversized, False)
 
 
 def _decode(line: bytes) -> str:

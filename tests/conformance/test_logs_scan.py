@@ -88,3 +88,35 @@ def test_truncated_gzip_keeps_the_lines_before_the_damage(tmp_path: Path) -> Non
     fake = tmp_path / "fake.log.gz"
     fake.write_bytes(b"not gzip\n")
     assert list(logs_scan.scan_split(logs_scan.make_splits([(str(fake), "corrupt")])[0]))[-1][6] == 0
+
+
+@pytest.mark.parametrize(("chunk", "max_line"), [(37, 65_536), (1000, 40), (64, 65_536)])
+def test_adjacent_marks_every_line_whose_previous_line_is_a_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int, max_line: int
+) -> None:
+    """`adjacent` decides whether the duplicates' join runs at all: a row right after another
+    row must say so (or an appender's duplicate would go uncounted), and within a split a row
+    after a line that is no row must not (or the join would run for nothing)."""
+    monkeypatch.setattr(logs_scan, "CHUNK", chunk)
+    monkeypatch.setattr(logs_scan, "MAX_LINE", max_line)
+    rng = random.Random(chunk + 1)
+    path = tmp_path / "f.log"
+    marked = 0
+    for _ in range(150):
+        parts = []
+        for _ in range(rng.randint(0, 30)):
+            parts += [rng.choice(PARTS), rng.choice((b"\n", b"\n", b"\r\n", b"\r"))]
+        data = b"".join(parts)
+        path.write_bytes(data)
+        for split_bytes in (1, 9, 64, 10_000):
+            total, rows = 0, {}
+            for split in logs_scan.make_splits([(str(path), "ok")], split_bytes):
+                local = [r for r in logs_scan.scan_split(split)]
+                for r in local[:-1]:
+                    rows[total + r[3]] = (r[9], r[3] == 1)
+                total += local[-1][6]
+            for line, (adjacent, first_of_split) in rows.items():
+                assert adjacent or line - 1 not in rows, (data, split_bytes, line)
+                assert first_of_split or not adjacent or line - 1 in rows, (data, split_bytes, line)
+                marked += adjacent
+    assert marked > 0
