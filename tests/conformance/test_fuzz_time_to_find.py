@@ -45,9 +45,6 @@ SOME_SEEDS: dict[str, str] = {
     "static_rejoin_not_reverted": "a failed static replacement's store: on ee70184 missed seed 0 in 300 examples, found on "
     "seeds 1 and 2 after 12 and 22 (on 317aa89 seed 0 after 204; on 4db14be: of seeds 0-2, seed 0 only)",
     "static_revert_dropped": "the same corner as static_rejoin_not_reverted, with the same counts",
-    "rebalance_timeout_waits_for_all": "a rebalance that outwaits a member on the fast clock: on 52c8190 (the outwait opening on a "
-    "formed group, the default clock, past the bound) seeds 0/1/2 after 56/30/73 of 1,000 examples; on 317aa89 seed 2 missed "
-    "in 1,000 (on 4db14be: seeds 0-4 within 74)",
 }
 ANY_SEEDS = (0, 1, 2)
 #: every other seeded bug with an implementation layer (`kgc bugs`)
