@@ -8,15 +8,20 @@ draws the literal constants of every local module imported so far, so a hunt ins
 suite's process sees other examples than the same hunt run alone.
 
 Per bug it reports the examples and the seconds to the first failing example (median and max
-over the seeds), wall clock and the process's CPU time, against issue 20's target of 60 s. The
-wall seconds are the machine's load as much as the code's (the machine's load average is in
-the result); the example count is the code's alone, the same on every run of a seed.
+over the seeds), wall clock and the process's CPU time. Issue 20's target of 60 s is held
+against the CPU seconds, and a run is stopped at a CPU-time cap (RLIMIT_CPU), not a wall one:
+the wall seconds are the machine's load as much as the code's (on this shared 2-core machine at
+load 20-30 a run's wall clock was 8-16x its CPU time: 152.8 s wall for 9.2 s CPU), so a
+wall-clock target and kill counted finds of a few CPU seconds as misses. The example count is
+the code's alone, the same on every run of a seed; the load average is in the result.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import resource
+import signal
 import statistics
 import subprocess
 import sys
@@ -28,9 +33,10 @@ from typing import Any
 
 from kgc.tools.bench.result import BenchCheckFailed, BenchOptions, BenchResult
 
-__all__ = ["TARGET_SECONDS", "FuzzRun", "fuzz_benchmark", "hunted_bugs", "run_fuzz"]
+__all__ = ["RUN_CPU_LIMIT_S", "TARGET_SECONDS", "FuzzRun", "fuzz_benchmark", "hunted_bugs", "run_fuzz", "within_target"]
 
-#: issue 20: "each seeded implementation bug is found by `kgc fuzz` alone within 60 s"
+#: issue 20: "each seeded implementation bug is found by `kgc fuzz` alone within 60 s", held
+#: against the run's CPU seconds (see the module docstring)
 TARGET_SECONDS = 60.0
 SEEDS = (0, 1, 2)
 #: --quick: three bugs on one seed (that the runs work and find, no timing claims)
@@ -45,8 +51,11 @@ CLEAN_EXAMPLES = 100
 QUICK_CLEAN_EXAMPLES = 30
 #: runs at once (each a process of its own; wall seconds then include the other's load)
 JOBS = 2
-#: a run's wall-clock cap, five times the target (the child is killed then; the run counts as a miss)
-RUN_TIMEOUT_S = 300.0
+#: a run's CPU-time cap, five times the target (RLIMIT_CPU: the child is killed then; the run
+#: counts as a miss)
+RUN_CPU_LIMIT_S = 300.0
+#: and a wall-clock cap far above it, for a child that stops using CPU (a hang, not a slow hunt)
+RUN_TIMEOUT_S = 3600.0
 
 
 @dataclass(frozen=True)
@@ -58,7 +67,7 @@ class FuzzRun:
     exit_code: int
     examples: int | None  # to the first failing example (None: not found)
     seconds: float | None  # wall, from the run's start to that example's failing step
-    cpu_seconds: float | None
+    cpu_seconds: float | None  # the process's CPU time over the same span
     violated: tuple[str, ...]
     error: str | None = None
 
@@ -74,9 +83,12 @@ def hunted_bugs() -> list[str]:
     return sorted(name for name, bug in all_bugs().items() if bug.implementation)
 
 
-def run_fuzz(bug: str, seed: int, examples: int, timeout: float = RUN_TIMEOUT_S) -> FuzzRun:
+def run_fuzz(
+    bug: str, seed: int, examples: int, timeout: float = RUN_TIMEOUT_S, cpu_limit: float | None = None
+) -> FuzzRun:
     """`kgc fuzz --bug bug --seed seed --no-shrink` in a fresh process (see the module
-    docstring for why); the child is killed on timeout or interrupt (subprocess.run)."""
+    docstring for why); the child is killed on timeout (wall) or interrupt, and by the kernel
+    when given a cpu_limit (seconds of its CPU time, RLIMIT_CPU: SIGXCPU, SIGKILL a second later)."""
     with tempfile.TemporaryDirectory(prefix="kgc-bench-fuzz-") as save:
         command = [
             sys.executable,
@@ -94,12 +106,32 @@ def run_fuzz(bug: str, seed: int, examples: int, timeout: float = RUN_TIMEOUT_S)
             save,
             "--json",
         ]
-        try:
-            done = subprocess.run(
-                command, capture_output=True, text=True, timeout=timeout, env={**os.environ, "COLUMNS": "200"}
+        with subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "COLUMNS": "200"},
+        ) as child:
+            if cpu_limit is not None:
+                # set from here (no preexec_fn: the runs are started from threads); the CPU the
+                # child used before (its imports) counts towards it all the same
+                soft = max(1, round(cpu_limit))
+                resource.prlimit(child.pid, resource.RLIMIT_CPU, (soft, soft + 1))
+            try:
+                stdout, stderr = child.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.communicate()
+                return FuzzRun(bug, seed, -1, None, None, None, (), error=f"killed after {timeout:.0f} s")
+            except BaseException:
+                child.kill()
+                raise
+        done = subprocess.CompletedProcess(command, child.returncode, stdout, stderr)
+        if cpu_limit is not None and done.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
+            return FuzzRun(
+                bug, seed, done.returncode, None, None, None, (), error=f"killed after {cpu_limit:.0f} CPU s"
             )
-        except subprocess.TimeoutExpired:
-            return FuzzRun(bug, seed, -1, None, None, None, (), error=f"killed after {timeout:.0f} s")
     lines = done.stdout.strip().splitlines()
     try:
         report: dict[str, Any] = json.loads(lines[-1])
@@ -119,6 +151,12 @@ def run_fuzz(bug: str, seed: int, examples: int, timeout: float = RUN_TIMEOUT_S)
     )
 
 
+def within_target(runs: Sequence[FuzzRun]) -> bool:
+    """Issue 20's "within 60 s" for one bug: found on every seed, each in at most TARGET_SECONDS
+    of the run's CPU time (not its wall clock, which is the load's: module docstring)."""
+    return all(r.found and r.cpu_seconds is not None and r.cpu_seconds <= TARGET_SECONDS for r in runs)
+
+
 def _row(bug: str, runs: Sequence[FuzzRun]) -> dict[str, Any]:
     found = [r for r in runs if r.found]
     row: dict[str, Any] = {"bug": bug, "found": f"{len(found)}/{len(runs)}"}
@@ -126,19 +164,21 @@ def _row(bug: str, runs: Sequence[FuzzRun]) -> dict[str, Any]:
         values = [getattr(r, key) for r in found]
         row[f"{key}_median"] = statistics.median(values) if values else None
         row[f"{key}_max"] = max(values) if values else None
-    row["within_target"] = len(found) == len(runs) and all(
-        r.seconds is not None and r.seconds <= TARGET_SECONDS for r in found
-    )
+    row["within_target"] = within_target(runs)
     row["by"] = ", ".join(sorted({p for r in found for p in r.violated}))
     return row
 
 
 def _run_all(pairs: Sequence[tuple[str, int]], examples: int, options: BenchOptions) -> list[FuzzRun]:
     def one(pair: tuple[str, int]) -> FuzzRun:
-        run = run_fuzz(pair[0], pair[1], examples)
+        run = run_fuzz(pair[0], pair[1], examples, cpu_limit=RUN_CPU_LIMIT_S)
         options.say(
             f"fuzz {run.bug} seed {run.seed}: "
-            + (f"example {run.examples}, {run.seconds:.1f} s" if run.found else f"nothing ({run.error or examples})")
+            + (
+                f"example {run.examples}, {run.cpu_seconds:.1f} CPU s ({run.seconds:.1f} s wall)"
+                if run.found
+                else f"nothing ({run.error or examples})"
+            )
         )
         return run
 
@@ -152,7 +192,7 @@ def fuzz_benchmark(options: BenchOptions) -> BenchResult:
     bugs = list(QUICK_BUGS) if options.quick else hunted_bugs()
     load_before = os.getloadavg()
     clean = _run_all([("none", s) for s in seeds], QUICK_CLEAN_EXAMPLES if options.quick else CLEAN_EXAMPLES, options)
-    # (a clean run stopped by the wall-clock cap found nothing in what it ran: no alarm)
+    # (a clean run stopped by a cap found nothing in what it ran: no alarm)
     alarms = [r for r in clean if r.found or (r.error is not None and not r.error.startswith("killed"))]
     if alarms:
         r = alarms[0]
@@ -185,7 +225,7 @@ def fuzz_benchmark(options: BenchOptions) -> BenchResult:
             "seconds_median": "s (median)",
             "seconds_max": "s (max)",
             "cpu_seconds_max": "CPU s (max)",
-            "within_target": f"<= {TARGET_SECONDS:.0f} s",
+            "within_target": f"<= {TARGET_SECONDS:.0f} CPU s",
         },
         rows=rows,
         summary={
@@ -196,15 +236,19 @@ def fuzz_benchmark(options: BenchOptions) -> BenchResult:
             "within_target": len(rows) - len(missed),
             "missed_target": missed,
             "slowest_seconds": max((r.seconds for r in runs if r.seconds is not None), default=None),
+            "slowest_cpu_seconds": max((r.cpu_seconds for r in runs if r.cpu_seconds is not None), default=None),
+            "cpu_limit_seconds": RUN_CPU_LIMIT_S,
             "most_examples": max((r.examples for r in runs if r.examples is not None), default=None),
             "clean_seeds": len(clean),
             "load_average_before": [round(x, 1) for x in load_before],
             "load_average_after": [round(x, 1) for x in os.getloadavg()],
         },
         notes=[
-            f"each run is `kgc fuzz --bug B --seed S --no-shrink` in a fresh process, {JOBS} at a time; seconds "
-            "run from the fuzz run's start (after imports) to the first failing step; wall seconds scale with "
-            "the load, examples do not"
+            f"each run is `kgc fuzz --bug B --seed S --no-shrink` in a fresh process, {JOBS} at a time, stopped "
+            f"at {RUN_CPU_LIMIT_S:.0f} s of its CPU time; wall seconds run from the fuzz run's start (after "
+            "imports) to the first failing step, CPU seconds are the process's over the same span; the "
+            f"{TARGET_SECONDS:.0f} s target is held against the CPU seconds: wall seconds scale with the load, "
+            "CPU seconds much less, examples not at all"
         ],
         data={"runs": [asdict(r) for r in runs], "clean": [asdict(r) for r in clean]},
     )
