@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import os
 from itertools import compress
-from operator import attrgetter, is_, is_not
+from operator import attrgetter, is_, is_not, ne
 from typing import Any
 
 from kgc.conformance.abstraction.actions import VIEW_ONLY_ACTIONS
@@ -159,7 +159,7 @@ class IncrementalAbstraction:
 
     def _first(self, keys: tuple[Any, ...], gen_key: Any) -> dict[str, TlaValue]:
         """The first update: every variable computed, in SPEC_VARIABLES order."""
-        state = self._recompute_coordinator()
+        state = dict(self._recompute_coordinator())
         for name in CLIENT_VARIABLES:
             state[name] = client_variable(self.world, name, tuple(k[_FIELD_INDEX[name]] for k in keys))
         self._gen_key, self._keys = gen_key, keys
@@ -173,7 +173,7 @@ class IncrementalAbstraction:
         coordinator = coordinator_variables(self.world, self.history, self._timers, observed)
         self._coordinator, self._coordinator_key = coordinator, self._counters()
         self.full_updates += 1
-        return dict(coordinator)
+        return coordinator  # kept as `_coordinator`: read-only to callers
 
     def _timers(self, world: World, ops: list[Any]) -> tuple[Record, ...]:
         """timer_records, each record reused while its op's inputs stay as they were: the
@@ -225,6 +225,14 @@ class IncrementalAbstraction:
     def _replace_entries(self, state: dict[str, TlaValue], moved: list[tuple[ModelValue, Any, Any]]) -> set[str]:
         """The entries of the `moved` clients ((client, fields now, fields before)) replaced
         in each client variable whose field changed; returns the variables replaced."""
+        if len(moved) == 1:  # one client (a client event, most steps): its changed fields found at C level
+            client, new, before = moved[0]
+            names = []
+            for j in compress(_FIELD_NUMBERS, map(ne, new, before)):
+                name = _CLIENT_NAMES[j]
+                state[name] = state[name].updated({client: _CLIENT_VALUE[j](self.world, new[j])})  # type: ignore[union-attr]
+                names.append(name)
+            return set(names)
         updates: dict[str, dict[ModelValue, TlaValue]] = {}
         # variable by variable, as client_variable goes: the order new ids are registered in
         for j, name in enumerate(CLIENT_VARIABLES):
@@ -255,3 +263,5 @@ class IncrementalAbstraction:
 _CLIENT_FIELDS = attrgetter(*(field for field, _ in CLIENT_VARIABLES.values()))
 _CLIENT_VALUE = tuple(value for _, value in CLIENT_VARIABLES.values())
 _FIELD_INDEX = {name: j for j, name in enumerate(CLIENT_VARIABLES)}
+_CLIENT_NAMES = tuple(CLIENT_VARIABLES)
+_FIELD_NUMBERS = range(len(CLIENT_VARIABLES))

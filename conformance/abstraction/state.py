@@ -360,6 +360,10 @@ def timer_records(world: World, ops: list[Any]) -> tuple[Record, ...]:
 
 
 _FIRST = itemgetter(0)
+#: The one empty set every empty set-valued coordinator variable is (`frozenset(...) or _NO_IDS`):
+#: a variable that stays empty is then the very object it was, which conform does not compare
+#: again (IncrementalAbstraction.changed); a new empty frozenset each step was compared each step.
+_NO_IDS: frozenset[Any] = frozenset()
 _MEMBER_ID = attrgetter("member_id")
 _AWAITING_JOIN = attrgetter("is_awaiting_join")
 _AWAITING_SYNC = attrgetter("is_awaiting_sync")
@@ -394,9 +398,11 @@ def coordinator_variables(
                 world.per_member_version += 1
         gen = group.generation_id
         spec = ids.spec
-        leaders = frozenset(map(spec, [m for g, g_gen, m in world.self_leaders if g is group and g_gen == gen]))
+        leaders = (
+            frozenset(map(spec, [m for g, g_gen, m in world.self_leaders if g is group and g_gen == gen])) or _NO_IDS
+        )
         settled = group.state in (GroupState.CompletingRebalance, GroupState.Stable)
-        formed = world.formed[1] if settled and world.formed[0] is group else frozenset()
+        formed = world.formed[1] if settled and world.formed[0] is group else _NO_IDS
         # the member sets by C-level map/compress over the members (a generator per set was
         # a Python frame per member and set, a tenth of recomputing these variables)
         member_ids = list(map(_MEMBER_ID, members))
@@ -404,23 +410,23 @@ def coordinator_variables(
             "gstate": group.state._value_,  # what .value returns, without enum's Python-level descriptor
             "generation": world.gen(gen),
             "leader": spec(group.leader_id) if group.leader_id else NO_MEMBER,
-            "members": frozenset(map(spec, member_ids)),
-            "pending": frozenset(map(spec, group.pending_members)),
-            "awaitingJoin": frozenset(map(spec, compress(member_ids, map(_AWAITING_JOIN, members)))),
-            "awaitingSync": frozenset(map(spec, compress(member_ids, map(_AWAITING_SYNC, members)))),
-            "newMembers": frozenset(map(spec, compress(member_ids, map(_IS_NEW, members)))),
-            "pendingSync": frozenset(map(spec, group.pending_sync_members)),
+            "members": frozenset(map(spec, member_ids)) or _NO_IDS,
+            "pending": frozenset(map(spec, group.pending_members)) or _NO_IDS,
+            "awaitingJoin": frozenset(map(spec, compress(member_ids, map(_AWAITING_JOIN, members)))) or _NO_IDS,
+            "awaitingSync": frozenset(map(spec, compress(member_ids, map(_AWAITING_SYNC, members)))) or _NO_IDS,
+            "newMembers": frozenset(map(spec, compress(member_ids, map(_IS_NEW, members)))) or _NO_IDS,
+            "pendingSync": frozenset(map(spec, group.pending_sync_members)) or _NO_IDS,
             "plan": (
-                _plan_of(world, [m.assignment for m in members], frozenset(m.member_id for m in members))
+                _plan_of(world, [m.assignment for m in members], frozenset(m.member_id for m in members)) or _NO_IDS
                 if group.state is GroupState.Stable
-                else frozenset()
+                else _NO_IDS
             ),
             "newMemberAdded": bool(group.new_member_added),
             "genLeaders": leaders,
-            "genMembers": frozenset(map(spec, formed)),
+            "genMembers": frozenset(map(spec, formed)) or _NO_IDS,
         }
     else:
-        empty: frozenset[int] = frozenset()
+        empty = _NO_IDS
         live = {
             "gstate": "Dead",
             "generation": 0,
@@ -445,13 +451,13 @@ def coordinator_variables(
         "nextId": len(ids) + 1,
         "store": _store(world, history),
         "failovers": world.failovers,
-        "leaderLog": leader_log(world) if history else frozenset(),
+        "leaderLog": leader_log(world) if history else _NO_IDS,
         "writes": writes_of(world),
         **_static_variables(world, history, fresh),
         "loading": world.coordinator.is_loading(GROUP_ID),
         "protocol": (group.protocol_name or "") if group is not None else "",
         "mprotocols": _per_id(world, "mprotocols", world.per_member_version, _member_protocols, fresh),
-        "ackLog": acknowledged_log(world) if history else frozenset(),
+        "ackLog": acknowledged_log(world) if history else _NO_IDS,
     }
 
 

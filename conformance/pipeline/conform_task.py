@@ -129,15 +129,31 @@ def _row(trace_id: str, source: str, seed: int | None, model: str | None, **fiel
 
 
 class _Coverage:
-    """Hits per spec action and per implementation (group state x request x response) cell."""
+    """Hits per spec action and per implementation (group state x request x response) cell.
+
+    A step counts one (action, group state, response) key; the names and the cells' text
+    are made once per trace (actions(), cells()), not on every step: formatting the cell's
+    string was the largest part of a step's coverage cost."""
 
     def __init__(self) -> None:
-        self.actions: Counter[str] = Counter()
-        self.cells: Counter[str] = Counter()
+        self.hits: Counter[tuple[str, str, str | None]] = Counter()
 
     def __call__(self, action: str, group_state: str, res: StepResult) -> None:
-        self.actions[action] += 1
-        self.cells[f"{group_state}|{action}|{res.response or 'NONE'}"] += 1
+        self.hits[action, group_state, res.response] += 1
+
+    def actions(self) -> dict[str, int]:
+        """Hits per spec action."""
+        out: Counter[str] = Counter()
+        for (action, _, _), n in self.hits.items():
+            out[action] += n
+        return dict(out)
+
+    def cells(self) -> dict[str, int]:
+        """Hits per `group state|action|response` cell (NONE: no error code)."""
+        out: Counter[str] = Counter()
+        for (action, group_state, response), n in self.hits.items():
+            out[f"{group_state}|{action}|{response or 'NONE'}"] += n
+        return dict(out)
 
 
 def _conform_row(
@@ -162,8 +178,8 @@ def _conform_row(
         model,
         length=max(0, len(states) - 1),
         seconds=seconds,
-        spec_actions=dict(coverage.actions),
-        impl_cells=dict(coverage.cells),
+        spec_actions=coverage.actions(),
+        impl_cells=coverage.cells(),
     )
     _fill_outcome(row, outcome)
     if outcome.divergence is not None:
