@@ -340,6 +340,24 @@ def _ratios(by_name: Mapping[str, Measurement]) -> dict[str, Any]:
     return out
 
 
+def _keep(
+    table: dict[str, Measurement],
+    measurements: list[Measurement],
+    name: str,
+    size: int,
+    timing: PassStats,
+    peak: int | None,
+    memory: PassStats | None,
+    gc_state: str,
+) -> None:
+    """A purgatory's first pass makes its Measurement; a later round's pass only competes on speed."""
+    if name in table:
+        table[name].keep_faster(timing)
+        return
+    table[name] = Measurement(name, size, timing, peak, memory, gc=gc_state)
+    measurements.append(table[name])
+
+
 def run_purgatory_bench(
     sizes: Sequence[int] = FULL_SIZES,
     *,
@@ -399,24 +417,16 @@ def run_purgatory_bench(
                 budget = budget_s.get(name)
                 say(f"purgatory {size}: {name} timing pass (gc {'on' if first_on else 'off'}, round {r + 1}/{rounds})")
                 timing = _timing_pass(factory, workload, budget, gc_on=first_on)
-                if r == 0:
-                    peak, mem = None, None
-                    if memory:
-                        say(f"purgatory {size}: {name} memory pass")
-                        peak, mem = _memory_pass(factory, workload, budget)
-                    m = Measurement(name, size, timing, peak, mem, gc="on" if first_on else "off")
-                    (by_name if first_on else off_by_name)[name] = m
-                    measurements.append(m)
-                else:
-                    (by_name if first_on else off_by_name)[name].keep_faster(timing)
+                peak, mem = None, None
+                if r == 0 and memory:
+                    say(f"purgatory {size}: {name} memory pass")
+                    peak, mem = _memory_pass(factory, workload, budget)
+                table = by_name if first_on else off_by_name
+                _keep(table, measurements, name, size, timing, peak, mem, "on" if first_on else "off")
                 if gc_mode == "both" and name != "sched":
                     say(f"purgatory {size}: {name} timing pass (gc off, round {r + 1}/{rounds})")
                     off = _timing_pass(factory, workload, budget, gc_on=False)
-                    if r == 0:
-                        off_by_name[name] = Measurement(name, size, off, None, None, gc="off")
-                        measurements.append(off_by_name[name])
-                    else:
-                        off_by_name[name].keep_faster(off)
+                    _keep(off_by_name, measurements, name, size, off, None, None, "off")
         if by_name:
             ratios[str(size)] = _ratios(by_name)
         if off_by_name:
