@@ -6,7 +6,8 @@
 #    (KGC_TEST_WORKERS overrides; 0 runs them in this process), each file on one worker
 #    (--dist loadfile), so module fixtures (a Spark cluster, a Kafka broker, the fuzz hunts) are
 #    made once;
-# 2. the files whose tests assert that Hypothesis FINDS something, in this process, in a fixed order.
+# 2. the files whose tests assert that Hypothesis FINDS something (and the real Kafka clients), in this
+#    process, in a fixed order.
 #    Hypothesis mixes the literal constants of every local module imported so far into its draws, so
 #    an example sequence depends on what the process imported before it: on a worker that depends
 #    on which files the scheduler gave it first; here it is the same on every run.
@@ -27,6 +28,9 @@ DRAWS=(
   tests/conformance/test_fuzz_budget.py
   tests/conformance/test_mutate.py
   tests/conformance/test_mutate_spark.py
+  # not draw-sensitive: real Kafka clients against a real broker, whose rebalances a loaded machine
+  # slowed past the test's minute when they shared the cores with a second worker
+  tests/tools/test_serve_clients.py
 )
 workers=${KGC_TEST_WORKERS:-$(.venv/bin/python -c 'import os; n = len(os.sched_getaffinity(0)); print(min(n, 4) if n > 1 else 0)')}
 parallel=()
