@@ -15,6 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 PYTEST=(.venv/bin/python -m pytest -q -p no:cacheprovider)
+RANKED=(--durations=15)  # the slowest tests, printed after each phase: where the CI's time goes
 if [ "$#" -gt 0 ]; then
   exec "${PYTEST[@]}" "$@"
 fi
@@ -40,6 +41,6 @@ fi
 ignores=()
 for f in "${DRAWS[@]}"; do ignores+=(--ignore "$f"); done
 status=0
-"${PYTEST[@]}" "${parallel[@]}" "${ignores[@]}" || status=$?
-"${PYTEST[@]}" "${DRAWS[@]}" || status=$?
+"${PYTEST[@]}" "${RANKED[@]}" "${parallel[@]}" "${ignores[@]}" || status=$?
+"${PYTEST[@]}" "${RANKED[@]}" "${DRAWS[@]}" || status=$?
 exit "$status"

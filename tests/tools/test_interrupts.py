@@ -87,11 +87,30 @@ def test_no_child_survives_an_interrupt(tmp_path: Path, name: str, sig: signal.S
             assert "interrupted" in report
 
 
+def descendants(pid: int) -> set[int]:
+    """The processes below `pid` (by /proc's parent links): other tests' TLC runs, on other
+    pytest-xdist workers, are not this run's children."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                # the command name (field 2) may hold spaces: the fields after its ')' are fixed
+                stat = (entry / "stat").read_text()
+                parents[int(entry.name)] = int(stat[stat.rindex(")") + 2 :].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    found: set[int] = set()
+    frontier = {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
 def test_validate_interrupted_while_tlc_runs_on_worker_threads(tmp_path: Path) -> None:
     """kgc validate runs its TLC batches on a thread pool; Ctrl-C reaches the main thread
     only, so the batches' TLC must be stopped from there (and the scratch folder removed),
     not waited for."""
-    before = set(processes_mentioning("TraceGroupCoordinator"))
     proc = subprocess.Popen(
         [str(KGC), "validate", "--random", "600", "--seed", "7", "--jobs", "2"],
         cwd=tmp_path,
@@ -105,19 +124,24 @@ def test_validate_interrupted_while_tlc_runs_on_worker_threads(tmp_path: Path) -
         tlc: set[int] = set()
         while not tlc and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.1)
-            tlc = set(processes_mentioning("TraceGroupCoordinator")) - before
+            tlc = set(processes_mentioning("TraceGroupCoordinator")) & descendants(proc.pid)
         assert tlc, "validate never started TLC"
-        scratch = [
-            a for pid in tlc for a in (Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")) if b"kgc-validate-" in a
-        ]
+        scratch = {
+            a.decode() for pid in tlc for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if b"kgc-validate-" in a
+        }
+        # the run's scratch folder (tempfile's kgc-validate-*), named on its TLC command lines
+        folders = {
+            next(p for p in Path(a).parents if p.name.startswith("kgc-validate-")) for a in scratch if a.startswith("/")
+        }
+        assert folders, scratch
         os.killpg(proc.pid, signal.SIGINT)
         started = time.monotonic()
         _out, err = proc.communicate(timeout=60)
         assert time.monotonic() - started < 20, "validate waited for its TLC batches instead of stopping them"
         assert proc.returncode == 130, err[-2000:]
-        assert not (set(processes_mentioning("TraceGroupCoordinator")) - before)
-        folders = {Path(a.decode()).parents[2] for a in scratch if a.decode().startswith("/")}
-        assert all(not f.name.startswith("kgc-validate-") or not f.exists() for f in folders), folders
+        survivors = {pid for f in folders for pid in processes_mentioning(str(f))}
+        assert not survivors, f"TLC {survivors} outlived validate"
+        assert not any(f.exists() for f in folders), folders
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
