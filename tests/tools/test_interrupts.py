@@ -127,7 +127,10 @@ def test_validate_interrupted_while_tlc_runs_on_worker_threads(tmp_path: Path) -
             tlc = set(processes_mentioning("TraceGroupCoordinator")) & descendants(proc.pid)
         assert tlc, "validate never started TLC"
         scratch = {
-            a.decode() for pid in tlc for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if b"kgc-validate-" in a
+            a.decode()
+            for pid in tlc
+            for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            if b"kgc-validate-" in a
         }
         # the run's scratch folder (tempfile's kgc-validate-*), named on its TLC command lines
         folders = {
