@@ -63,10 +63,18 @@ appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
 """
 
 
+#: The throughput collector for the local-mode JVM: a pipeline is a batch job, so GC pauses do
+#: not matter, its CPU does. G1 (the default on two cores) costs write barriers on the executor
+#: threads and more GC and JIT work: `kgc pipeline logs` over 256 MiB took 0.90 and 0.91 of G1's
+#: CPU in two rounds run side by side with it (docs/measurements.md, issue 14). C1-only JIT was
+#: measured too and not kept: its code ran the executor tasks ~1.7x slower, more than the JIT it saves.
+JVM_FLAGS = "-XX:+UseParallelGC"
+
+
 def _quiet_conf(scratch: Path, partitions: int) -> dict[str, str]:
     log4j = scratch / "log4j2.properties"
     log4j.write_text(_LOG4J2)
-    java_options = f"-Djava.io.tmpdir={scratch / 'tmp'} -Dlog4j2.configurationFile={log4j.as_uri()}"
+    java_options = f"{JVM_FLAGS} -Djava.io.tmpdir={scratch / 'tmp'} -Dlog4j2.configurationFile={log4j.as_uri()}"
     return {
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",

@@ -31,6 +31,13 @@ def spark() -> Iterator[object]:
         yield session
 
 
+def test_the_session_jvm_runs_the_throughput_collector(spark: object) -> None:
+    """session.JVM_FLAGS reach the local-mode JVM (its collectors are the parallel ones, not G1's)."""
+    beans = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()  # type: ignore[attr-defined]
+    names = sorted(str(bean.getName()) for bean in beans)
+    assert names == ["PS MarkSweep", "PS Scavenge"], names
+
+
 def physical_lines(paths: list[Path]) -> int:
     total = 0
     for path in paths:
