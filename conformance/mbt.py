@@ -502,9 +502,19 @@ def compare_states(
     `among`: the variables that can differ (in REPORT_ORDER), when the caller knows."""
     out = []
     before, changed = since if since is not None else ({}, _VARIABLES)
-    get = before.get
-    # one comprehension over the names: most variables are the same objects on both sides
-    names = [n for n in among if n in spec and (n in changed or spec[n] is not get(n))]
+    # one comprehension over the names: most variables are the same objects on both sides;
+    # subscripts, not .get calls, and no `in changed` when nothing changed on our side (the
+    # client events' usual case): a name missing on a side takes the name-by-name test below
+    try:
+        if changed is _VARIABLES:
+            raise KeyError
+        if changed:
+            names = [n for n in among if (n in changed and n in spec) or spec[n] is not before[n]]
+        else:
+            names = [n for n in among if spec[n] is not before[n]]
+    except KeyError:
+        get = before.get
+        names = [n for n in among if n in spec and (n in changed or spec[n] is not get(n))]
     for name in names:
         s, i = spec[name], impl.get(name)
         if name == "timers":

@@ -144,8 +144,11 @@ class TlaFunction(Mapping[Hashable, Any]):
         return self._hash
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, TlaFunction):
-            return self._items == other._items
+        # the exact types first: isinstance of a Record against this Mapping subclass (an ABC)
+        # is a Python-level ABCMeta.__instancecheck__ call, and conform compares records
+        # (lastAction, timers) several times a step
+        if type(other) in _FUNCTION_TYPES or isinstance(other, TlaFunction):
+            return self._items == other._items  # type: ignore[attr-defined]
         return NotImplemented
 
     def __repr__(self) -> str:
@@ -177,6 +180,9 @@ class Record(TlaFunction):
         out._items = fields  # type: ignore[assignment]  # str keys are Hashable keys
         out._hash = None
         return out
+
+
+_FUNCTION_TYPES = frozenset({TlaFunction, Record})
 
 
 # --------------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ class _Registry(dict):  # type: ignore[type-arg]
         self[impl_id] = got
         owner = self.owner
         owner._impl[got] = impl_id
-        owner._seen += 1
+        owner.seen += 1
         owner._order.append(impl_id)
         return got
 
@@ -38,7 +38,9 @@ class IdMap:
     def __init__(self) -> None:
         self._spec = _Registry(self)
         self._impl: dict[int, str] = {NO_MEMBER: ""}
-        self._seen = 0
+        # how many distinct implementation ids were ever registered: an attribute, not a
+        # property (conform reads it twice a step)
+        self.seen = 0
         self._order: list[str] = []
         self.spec: Callable[[str | None], int] = self._spec.__getitem__
 
@@ -54,11 +56,6 @@ class IdMap:
     def newest(self, n: int) -> list[str]:
         """The implementation ids of the last `n` registrations still mapped."""
         return self._order[-n:] if n > 0 else []
-
-    @property
-    def seen(self) -> int:
-        """How many distinct implementation ids were ever registered."""
-        return self._seen
 
     def __len__(self) -> int:
         return len(self._spec) - 1

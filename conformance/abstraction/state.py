@@ -114,7 +114,7 @@ def timer_record(world: World, op: Any) -> Record:
             ),
             "stale": stale,
             "orphan": orphan,
-            "olds": frozenset(world.ids.spec(m) for m in olds),
+            "olds": frozenset(map(world.ids.spec, olds)),  # C-level: no generator frame per record
             "nma": bool(nma),
         }
     )
