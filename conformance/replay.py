@@ -290,9 +290,14 @@ class World(StepChecks):
         return delivered[0].member_id or ""
 
     def resolve(self, ref: Any, index: int) -> str:
-        if type(ref) is str:  # a literal member id (most references in the shipped scenarios)
+        if type(ref) is str:  # a literal member id
             return ref
-        return refs.resolve(ref, self.join_answer, self.scenario.file, index)
+        # `@a1` whose join was answered (four in five references in the shipped scenarios), read
+        # here rather than through refs.resolve and join_answer: two frames fewer per reference
+        delivered = self.responses.get(ref.request_id)
+        if delivered:
+            return delivered[0].member_id or ""
+        return refs.resolve(ref, self.join_answer, self.scenario.file, index)  # unanswered: the file's error
 
     # -- actions -----------------------------------------------------------------------------
 

@@ -20,22 +20,17 @@ from kgc.conformance.seeded_timer import InsertFirstTimer
 from kgc.impl.clock import Clock, VirtualClock
 from kgc.impl.coordinator import (
     UNKNOWN_MEMBER_ID,
-    CompletingRebalance,
-    Dead,
-    Empty,
     GroupConfig,
     GroupCoordinator,
     JoinGroupResponseMember,
     JoinGroupResult,
     LeaveGroupResult,
     LeaveMemberIdentity,
-    PreparingRebalance,
-    Stable,
     SyncGroupResult,
 )
 from kgc.impl.delayed import DelayedJoin, GroupJoinKey, InitialDelayedJoin
 from kgc.impl.errors import Errors
-from kgc.impl.group import GroupMetadata, MemberMetadata
+from kgc.impl.group import CompletingRebalance, Dead, Empty, GroupMetadata, MemberMetadata, PreparingRebalance, Stable
 from kgc.impl.store import StoredGroup
 from kgc.impl.timer import SystemTimer
 

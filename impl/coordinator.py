@@ -44,8 +44,19 @@ from kgc.impl.delayed import (
     InitialDelayedJoin,
     MemberKey,
 )
-from kgc.impl.errors import Errors
-from kgc.impl.group import GroupMetadata, GroupState, MemberMetadata, Protocols, normalize_protocols
+from kgc.impl.errors import ERROR_COORDINATOR_LOAD_IN_PROGRESS, ERROR_NONE, ERROR_REBALANCE_IN_PROGRESS, Errors
+from kgc.impl.group import (
+    CompletingRebalance,
+    Dead,
+    Empty,
+    GroupMetadata,
+    GroupState,
+    MemberMetadata,
+    PreparingRebalance,
+    Protocols,
+    Stable,
+    normalize_protocols,
+)
 from kgc.impl.kafka_log import COORDINATOR as _KAFKA_LOG
 from kgc.impl.kafka_log import GROUP_METADATA as _KAFKA_GM_LOG
 from kgc.impl.kafka_log import METADATA_MANAGER as _KAFKA_GMM_LOG
@@ -61,19 +72,6 @@ log = logging.getLogger(__name__)
 UNKNOWN_MEMBER_ID = ""  # JoinGroupRequest.UNKNOWN_MEMBER_ID
 NO_GENERATION = -1  # GroupCoordinator.NoGeneration
 NO_LEADER = ""  # GroupCoordinator.NoLeader
-
-PreparingRebalance = GroupState.PreparingRebalance
-CompletingRebalance = GroupState.CompletingRebalance
-Stable = GroupState.Stable
-Empty = GroupState.Empty
-Dead = GroupState.Dead
-
-# The errors every request path reads, bound once: in Python 3.11 `Errors.X` costs ~10x a
-# global (EnumType defines __getattr__, which sends every class-attribute lookup through
-# the slow hook), and a heartbeat read two of them per request.
-_ERR_NONE = Errors.NONE
-_ERR_COORDINATOR_LOAD_IN_PROGRESS = Errors.COORDINATOR_LOAD_IN_PROGRESS
-_ERR_REBALANCE_IN_PROGRESS = Errors.REBALANCE_IN_PROGRESS
 
 
 # ----------------------------------------------------------------------------------------------
@@ -651,7 +649,7 @@ class GroupCoordinator:
             group.protocol_type,
             group.protocol_name,
             leader or NO_LEADER,
-            _ERR_NONE,
+            ERROR_NONE,
         )
 
     def _add_member_and_rebalance(
@@ -771,7 +769,7 @@ class GroupCoordinator:
         respond: _Responder,
         error: Errors,
     ) -> None:
-        if error is not _ERR_NONE:
+        if error is not ERROR_NONE:
             # Revert to the old member id (the write that would make the new one durable failed).
             if group.members.get(new_member_id) is member:
                 group.update_member(member, old_protocols, old_rebalance_timeout_ms, old_session_timeout_ms, None)
@@ -806,7 +804,7 @@ class GroupCoordinator:
                     group.protocol_type,
                     group.protocol_name,
                     group.leader_id or NO_LEADER,
-                    _ERR_NONE,
+                    ERROR_NONE,
                     skip_assignment=is_leader,
                 ),
             )
@@ -822,7 +820,7 @@ class GroupCoordinator:
                     group.protocol_type,
                     group.protocol_name,
                     current_leader or NO_LEADER,
-                    _ERR_NONE,
+                    ERROR_NONE,
                 ),
             )
 
@@ -848,7 +846,7 @@ class GroupCoordinator:
     def _prepare_rebalance(self, group: GroupMetadata, reason: str = "") -> None:
         # Members awaiting a sync are told to rejoin.
         if group.is_(CompletingRebalance):
-            self._reset_and_propagate_assignment_error(group, _ERR_REBALANCE_IN_PROGRESS)
+            self._reset_and_propagate_assignment_error(group, ERROR_REBALANCE_IN_PROGRESS)
         self._remove_sync_expiration(group)
         delay = self.config.initial_rebalance_delay_ms
         op: DelayedJoin
@@ -891,7 +889,7 @@ class GroupCoordinator:
         not_rejoined = [m for m in group.not_yet_rejoined_members() if not m.is_static_member]
         for failed in not_rejoined:
             group.remove(failed.member_id)
-            self._remove_heartbeat_for_leaving_member(group, failed.member_id)
+            self._remove_heartbeat_for_leaving_member(group, failed)
 
         if group.is_(Dead):
             return
@@ -916,7 +914,7 @@ class GroupCoordinator:
                 )
 
             def on_stored(error: Errors) -> None:
-                if error is not _ERR_NONE:
+                if error is not ERROR_NONE:
                     # Safe to ignore: an empty generation has no members to mislead.
                     self._log_store_error(group.group_id, group.generation_id, error)
                     self._kafka_info(
@@ -982,8 +980,12 @@ class GroupCoordinator:
         if not group.has_received_sync_from_all_members:
             pending = sorted(group.pending_sync_members)
             for member_id in pending:
+                member = group.members.get(member_id)
                 group.remove(member_id)
-                self._remove_heartbeat_for_leaving_member(group, member_id)
+                if member is not None:
+                    self._remove_heartbeat_for_leaving_member(group, member)
+                else:  # an id without a member (a mutant's group): Kafka completes its key all the same
+                    self.heartbeat_purgatory.check_and_complete(MemberKey(group.group_id, member_id))
             self._prepare_rebalance(group)
 
     # ==========================================================================================
@@ -1036,10 +1038,10 @@ class GroupCoordinator:
         respond: _Responder,
     ) -> None:
         error = self._validate_group_status(group_id)
-        if error is _ERR_COORDINATOR_LOAD_IN_PROGRESS:
+        if error is ERROR_COORDINATOR_LOAD_IN_PROGRESS:
             # GroupCoordinator.handleSyncGroup: the rebalance's state is lost with the load, so
             # the member is sent back to JoinGroup (older clients do not know LOAD_IN_PROGRESS).
-            error = _ERR_REBALANCE_IN_PROGRESS
+            error = ERROR_REBALANCE_IN_PROGRESS
         if error is not None:
             respond(SyncGroupResult(error))
             return
@@ -1056,7 +1058,7 @@ class GroupCoordinator:
         if state is Empty:
             respond(SyncGroupResult(Errors.UNKNOWN_MEMBER_ID))
         elif state is PreparingRebalance:
-            respond(SyncGroupResult(_ERR_REBALANCE_IN_PROGRESS))
+            respond(SyncGroupResult(ERROR_REBALANCE_IN_PROGRESS))
         elif state is CompletingRebalance:
             group.get(member_id).awaiting_sync_callback = respond
             self._remove_pending_sync_member(group, member_id)
@@ -1085,7 +1087,7 @@ class GroupCoordinator:
         elif state is Stable:
             self._remove_pending_sync_member(group, member_id)
             member = group.get(member_id)
-            respond(SyncGroupResult(_ERR_NONE, group.protocol_type, group.protocol_name, member.assignment))
+            respond(SyncGroupResult(ERROR_NONE, group.protocol_type, group.protocol_name, member.assignment))
             self._complete_and_schedule_next_heartbeat_expiration(group, member)
         else:
             raise ValueError(f"Sync for Dead group {group.group_id} passed validation")
@@ -1116,11 +1118,11 @@ class GroupCoordinator:
     def _on_assignment_stored(
         self, group: GroupMetadata, generation_id: int, assignment: dict[str, str], error: Errors
     ) -> None:
-        if error is not _ERR_NONE:
+        if error is not ERROR_NONE:
             self._log_store_error(group.group_id, generation_id, error)
         # A member may have joined (or the group moved) while the write was in flight.
         if group.is_(CompletingRebalance) and generation_id == group.generation_id:
-            if error is not _ERR_NONE:
+            if error is not ERROR_NONE:
                 self._reset_and_propagate_assignment_error(group, error)
                 self._maybe_prepare_rebalance(
                     group, f"Error {error.name} when storing group assignment during SyncGroup"
@@ -1132,7 +1134,7 @@ class GroupCoordinator:
     def _set_and_propagate_assignment(self, group: GroupMetadata, assignment: dict[str, str]) -> None:
         for member in group.all_member_metadata():
             member.assignment = assignment.get(member.member_id, "")
-        self._propagate_assignment(group, _ERR_NONE)
+        self._propagate_assignment(group, ERROR_NONE)
 
     def _reset_and_propagate_assignment_error(self, group: GroupMetadata, error: Errors) -> None:
         for member in group.all_member_metadata():
@@ -1140,7 +1142,7 @@ class GroupCoordinator:
         self._propagate_assignment(group, error)
 
     def _propagate_assignment(self, group: GroupMetadata, error: Errors) -> None:
-        ok = error is _ERR_NONE
+        ok = error is ERROR_NONE
         protocol_type = group.protocol_type if ok else None
         protocol_name = group.protocol_name if ok else None
         for member in group.all_member_metadata():
@@ -1184,9 +1186,9 @@ class GroupCoordinator:
 
     def _heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int) -> Errors:
         error = self._validate_group_status(group_id)
-        if error is _ERR_COORDINATOR_LOAD_IN_PROGRESS:
+        if error is ERROR_COORDINATOR_LOAD_IN_PROGRESS:
             # GroupCoordinator.handleHeartbeat: "the group is still loading, so respond just blindly"
-            return _ERR_NONE
+            return ERROR_NONE
         if error is not None:
             return error
         group = self._groups.get(group_id)
@@ -1207,8 +1209,8 @@ class GroupCoordinator:
         # tell the member to rejoin.
         self._complete_and_schedule_next_expiration(group, member, member.session_timeout_ms)
         if state is PreparingRebalance:
-            return _ERR_REBALANCE_IN_PROGRESS
-        return _ERR_NONE
+            return ERROR_REBALANCE_IN_PROGRESS
+        return ERROR_NONE
 
     def _complete_and_schedule_next_heartbeat_expiration(self, group: GroupMetadata, member: MemberMetadata) -> None:
         self._complete_and_schedule_next_expiration(group, member, member.session_timeout_ms)
@@ -1216,27 +1218,25 @@ class GroupCoordinator:
     def _complete_and_schedule_next_expiration(
         self, group: GroupMetadata, member: MemberMetadata, timeout_ms: int
     ) -> None:
-        member_id = member.member_id
-        group_id = group.group_id
-        key = member.heartbeat_key
-        if key is None or key[2] is not member_id or key[1] is not group_id:
-            # first heartbeat, or a static replacement renamed the member
-            key = member.heartbeat_key = MemberKey(group_id, member_id)
+        key = _heartbeat_key(group, member)
         purgatory = self.heartbeat_purgatory
         # complete the current expectation ...
         member.heartbeat_satisfied = True
         purgatory.check_and_complete(key)
         # ... and expect the next one
         member.heartbeat_satisfied = False
-        purgatory.try_complete_else_watch(DelayedHeartbeat(self, group, member_id, False, timeout_ms), [key])
+        purgatory.try_complete_else_watch(DelayedHeartbeat(self, group, member.member_id, False, timeout_ms), [key])
 
     def _add_pending_member_expiration(self, group: GroupMetadata, member_id: str, timeout_ms: int) -> None:
+        # a pending member is an id only (no MemberMetadata to keep its key on)
         self.heartbeat_purgatory.try_complete_else_watch(
             DelayedHeartbeat(self, group, member_id, True, timeout_ms), [MemberKey(group.group_id, member_id)]
         )
 
-    def _remove_heartbeat_for_leaving_member(self, group: GroupMetadata, member_id: str) -> None:
-        self.heartbeat_purgatory.check_and_complete(MemberKey(group.group_id, member_id))
+    def _remove_heartbeat_for_leaving_member(self, group: GroupMetadata, member: MemberMetadata) -> None:
+        """Kafka's removeHeartbeatForLeavingMember, given the member rather than its id, so that
+        the key its heartbeats were watched under is reused, not built again."""
+        self.heartbeat_purgatory.check_and_complete(_heartbeat_key(group, member))
 
     @_never_raise()
     def on_expire_heartbeat(self, group: GroupMetadata, member_id: str, is_pending: bool) -> None:
@@ -1310,7 +1310,7 @@ class GroupCoordinator:
         group = self._groups.get(group_id)
         if group is None:
             return LeaveGroupResult(
-                _ERR_NONE, [(m.member_id, m.group_instance_id, Errors.UNKNOWN_MEMBER_ID) for m in leaving_members]
+                ERROR_NONE, [(m.member_id, m.group_instance_id, Errors.UNKNOWN_MEMBER_ID) for m in leaving_members]
             )
         if group.is_(Dead):
             return LeaveGroupResult(Errors.COORDINATOR_NOT_AVAILABLE, [])
@@ -1322,7 +1322,7 @@ class GroupCoordinator:
                 current = group.current_static_member_id(instance_id) if instance_id is not None else None
                 if current is not None:
                     self._remove_current_member_from_group(group, current)
-                    member_error = _ERR_NONE
+                    member_error = ERROR_NONE
                 else:
                     member_error = Errors.UNKNOWN_MEMBER_ID
             elif group.is_pending_member(member_id):
@@ -1333,21 +1333,21 @@ class GroupCoordinator:
                     member_id,
                     group.group_id,
                 )
-                member_error = _ERR_NONE
+                member_error = ERROR_NONE
             else:
                 validation = self._validate_current_member(group, member_id, instance_id)
                 if validation is None:
                     self._remove_current_member_from_group(group, member_id)
-                    member_error = _ERR_NONE
+                    member_error = ERROR_NONE
                 else:
                     member_error = validation
             responses.append((member_id, instance_id, member_error))
-        return LeaveGroupResult(_ERR_NONE, responses)
+        return LeaveGroupResult(ERROR_NONE, responses)
 
     def _remove_current_member_from_group(self, group: GroupMetadata, member_id: str) -> None:
         member = group.get(member_id)
         self._remove_member_with_reason(group, member, f"Removing member {member_id} on LeaveGroup")
-        self._remove_heartbeat_for_leaving_member(group, member_id)
+        self._remove_heartbeat_for_leaving_member(group, member)
         if _KAFKA_LOG.isEnabledFor(logging.INFO):
             self._kafka_info(
                 "Member %s has left group %s through explicit `LeaveGroup`; client reason: not provided",
@@ -1411,7 +1411,7 @@ class GroupCoordinator:
         state = group.state
         if state is CompletingRebalance:
             # The member has the new generation from its JoinGroup but no assignment yet.
-            return _ERR_REBALANCE_IN_PROGRESS
+            return ERROR_REBALANCE_IN_PROGRESS
         if state in (Stable, PreparingRebalance):
             # A commit keeps the session alive; while preparing, the heartbeat tells the
             # member to rejoin.
@@ -1419,7 +1419,7 @@ class GroupCoordinator:
         elif state is not Empty:
             raise ValueError(f"Logic error: unexpected group state {state}")
         self.offsets.setdefault(group_id, {}).update(offsets)
-        return _ERR_NONE
+        return ERROR_NONE
 
     def _validate_offset_commit(
         self, group: GroupMetadata, generation_id: int, member_id: str, group_instance_id: str | None
@@ -1474,7 +1474,7 @@ class GroupCoordinator:
         elif previous in (Stable, CompletingRebalance):
             for member in group.all_member_metadata():
                 group.maybe_invoke_sync_callback(member, SyncGroupResult(Errors.NOT_COORDINATOR))
-                self.heartbeat_purgatory.check_and_complete(MemberKey(group.group_id, member.member_id))
+                self.heartbeat_purgatory.check_and_complete(_heartbeat_key(group, member))
         self._remove_sync_expiration(group)
 
     def on_group_loaded(self, group_id: str) -> None:
@@ -1565,7 +1565,7 @@ class GroupCoordinator:
         if not isinstance(group_id, str) or (not group_id and not allow_empty_id):
             return Errors.INVALID_GROUP_ID
         if group_id in self._loading:
-            return _ERR_COORDINATOR_LOAD_IN_PROGRESS
+            return ERROR_COORDINATOR_LOAD_IN_PROGRESS
         if group_id in self._not_coordinator:
             return Errors.NOT_COORDINATOR
         return None
@@ -1653,6 +1653,18 @@ __all__ = [
     "Errors",
     "GroupState",
 ]
+
+
+def _heartbeat_key(group: GroupMetadata, member: MemberMetadata) -> MemberKey:
+    """The MemberKey the member's DelayedHeartbeat is watched under, made once and kept on the
+    member (a MemberKey costs ~270 ns, ~7 % of a heartbeat); made again only when a static
+    replacement renamed the member (its id is a new string)."""
+    key = member.heartbeat_key
+    member_id = member.member_id
+    group_id = group.group_id
+    if key is None or key[2] is not member_id or key[1] is not group_id:
+        key = member.heartbeat_key = MemberKey(group_id, member_id)
+    return key
 
 
 def _member_text(member: MemberMetadata) -> str:

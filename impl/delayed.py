@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kgc.impl.group import GroupState
+from kgc.impl.group import Dead, Empty, PreparingRebalance
 
 # The watch keys live beside the purgatory; re-exported here, where the operations are.
 from kgc.impl.purgatory import DelayedOperation, GroupJoinKey, GroupSyncKey, MemberKey
@@ -34,9 +34,8 @@ if TYPE_CHECKING:
     from kgc.impl.coordinator import GroupCoordinator
     from kgc.impl.group import GroupMetadata
 
-Dead = GroupState.Dead
 # The states in which a DelayedSync has nothing left to wait for.
-_SYNC_OVER = (GroupState.Dead, GroupState.Empty, GroupState.PreparingRebalance)
+_SYNC_OVER = (Dead, Empty, PreparingRebalance)
 
 
 def _non_negative(delay_ms: int) -> int:

@@ -63,12 +63,15 @@ _VALID_PREVIOUS_STATES: dict[GroupState, frozenset[GroupState]] = {
 }
 
 
-# Bound once: `GroupState.X` goes through EnumType's slow attribute hook (~10x a global), and
-# every transition and rebalance check read one (Final: compiled, a C static).
-_EMPTY: Final = GroupState.Empty
-_DEAD: Final = GroupState.Dead
-_PREPARING_REBALANCE: Final = GroupState.PreparingRebalance
-_COMPLETING_REBALANCE: Final = GroupState.CompletingRebalance
+# Kafka's state objects (`case object Empty extends GroupState`, ...) bound once, here, for every
+# module that reads them (the coordinator, the delayed operations): `GroupState.X` goes through
+# EnumType's slow attribute hook (~10x a global), and every transition and rebalance check read
+# one (Final: compiled, a C static).
+PreparingRebalance: Final = GroupState.PreparingRebalance
+CompletingRebalance: Final = GroupState.CompletingRebalance
+Stable: Final = GroupState.Stable
+Empty: Final = GroupState.Empty
+Dead: Final = GroupState.Dead
 # The table again as tuples, for the checks on every transition: `in` on a frozenset (or a dict
 # lookup) hashes the state, and a GroupState's hash is Enum.__hash__, a Python function (three
 # calls per transition before); `in` on a tuple compares identity first and calls nothing.
@@ -455,7 +458,7 @@ class GroupMetadata:
         return min(name for name, n in votes.items() if n == most)
 
     def supports_protocols(self, member_protocol_type: str, member_protocols: set[str]) -> bool:
-        if self._state is _EMPTY:
+        if self._state is Empty:
             return bool(member_protocol_type) and bool(member_protocols)
         n = len(self.members)
         return (
@@ -509,15 +512,15 @@ class GroupMetadata:
         self.generation_id += 1
         if self.members:
             self.protocol_name = self.select_protocol()
-            self.transition_to(_COMPLETING_REBALANCE)
+            self.transition_to(CompletingRebalance)
         else:
             self.protocol_name = None
-            self.transition_to(_EMPTY)
+            self.transition_to(Empty)
         self.clear_pending_sync_members()
 
     def current_member_metadata(self) -> list[tuple[str, str | None, str]]:
         """(member id, instance id, metadata for the chosen protocol) for the leader's response."""
-        if self._state is _DEAD or self._state is _PREPARING_REBALANCE:
+        if self._state is Dead or self._state is PreparingRebalance:
             raise ValueError(f"Cannot obtain member metadata for group in state {self._state}")
         assert self.protocol_name is not None
         return [(m.member_id, m.group_instance_id, m.metadata(self.protocol_name)) for m in self.members.values()]

@@ -97,7 +97,7 @@ def test_an_offset_commit_answered_none_is_a_finding_not_a_checker_crash() -> No
     mutant = next(
         m
         for m in mutants_of("coordinator", within="GroupCoordinator._commit_offsets")
-        if m.operator == "return-none" and "_ERR_NONE" in m.key
+        if m.operator == "return-none" and "ERROR_NONE" in m.key
     )
     [result] = run_mutants([mutant], ["fuzz", "replay"], 300, 1, None, 100, first_kill=True)
     evidence = result.evidence["fuzz"]
@@ -106,30 +106,41 @@ def test_an_offset_commit_answered_none_is_a_finding_not_a_checker_crash() -> No
     assert result.outcomes["replay"] == "skipped"
 
 
-# Measured on this sample (seed 20, 20 mutants of coordinator.py + delayed.py, 30 fuzz examples,
-# profile ci, derandomized; `kgc mutate --sample 20 --seed 20 --detectors replay,fuzz
-# --fuzz-examples 30 --jobs 2 --budget 240`). Since db4d652 the draw is by content (bottom-k
-# over line-free site keys), so an edit to impl/ redraws only the sites of the functions it
-# edits; the floors set before it (history in git and the README) were for other draws. On
-# 2c7a711 (load 10-13): replay 18/20, fuzz 13/20, together 18/20. 495a72f edited two functions
-# of coordinator.py, which swapped one mutant (a `members = [...]` dropped in _group_from_record
-# out, `member = self.member_metadata_class(...)` dropped in the join path in, killed by both);
-# on b2682c7 (main 24a6875, load 15-21): replay 18/20 (90 %; coordinator:870,
-# on_complete_initial_join's `new_member_added = False` dropped, by the 240 s budget running
-# out), fuzz 14/20 (70 %), together 18/20 (90 %). No detector kills delayed:100
-# (DelayedJoin.on_expiration's call of on_expire_join, which is a no-op: equivalent) or
-# delayed:212 (DelayedSync.try_complete's `return False` after an internal error, None being as
-# falsy: equivalent). Fuzz alone misses coordinator:91 (the new-member join timeout 300000 ->
+# The sample: seed 20, 20 mutants of coordinator.py + delayed.py, less the sites below that no
+# detector can kill because the mutant behaves as the original (named by site: module, function,
+# operator, target text; a line-free key, so edits elsewhere do not rename them):
+EQUIVALENT = {
+    # the kept MemberKey is rebuilt when its group *is* the member's: an equal key, so the same watch list
+    ("coordinator", "_heartbeat_key", "cmp:IsNot", "key[1] is not group_id"),
+    # DelayedJoin.on_expiration's call of on_expire_join, which is a no-op
+    ("delayed", "DelayedJoin.on_expiration", "drop-stmt", "self.coordinator.on_expire_join(self.group)"),
+    # DelayedSync.try_complete answering None for force_complete's result: the operation is
+    # complete either way, and a completed operation left on a watch list is only purged later
+    ("delayed", "DelayedSync.try_complete", "return-none", "return self.force_complete()"),
+    # DelayedSync.try_complete's `return False` after an internal error, None being as falsy
+    ("delayed", "DelayedSync.try_complete", "return-none", "return False"),
+}
+# Measured on the rest (30 fuzz examples, profile ci, derandomized; `kgc mutate --sample 20 --seed
+# 20 --detectors replay,fuzz --fuzz-examples 30 --jobs 2 --budget 240`, whose 20 include the four
+# above). The draw is by content (bottom-k over line-free site keys, since db4d652), so an edit to
+# impl/ redraws only the sites of the functions it edits, and a renamed constant the sites that
+# name it; the floors before (history in git and the README) were for other draws: 18 / 14 / 18
+# of 20 with two equivalent (on f4f1183). The edit that gave MemberKey one helper
+# (`_heartbeat_key`) and the states and errors one place each redrew four sites, two of them
+# equivalent; on it (load ~17): of the 16 others replay kills 16 (coordinator:875,
+# on_complete_initial_join's `new_member_added = False` dropped, by the 240 s budget running out),
+# fuzz 11, together 16. Fuzz alone misses coordinator:90 (the new-member join timeout 300000 ->
 # 300001 ms: 1 ms late, which the machine's timed-liveness bounds, in scaled time units, do not
-# resolve; not looked into further), 1105 (SyncGroup v5's protocol-name check) and 1507, 1545 (a
-# stored group's load raises) in these 30 examples. Again on f4f1183 (after a4ceebd's group.py
-# edit; load 7-10): the same 18 / 14 / 18, 870 again by replay's timeout. The floors are one mutant below.
-FLOOR = {"replay": 85.0, "fuzz": 65.0, "all": 85.0}
+# resolve), 1114 (SyncGroup v5's protocol-name check), 1323 (a LeaveGroup by instance id), 1514
+# and 1552 (a stored group's load) in these 30 examples. The floors are one mutant below.
+FLOOR = {"replay": 93.0, "fuzz": 62.0, "all": 93.0}
 
 
 @pytest.mark.slow
 def test_kill_rates_on_a_fixed_sample_stay_above_the_floor() -> None:
-    mutants = sample_mutants(["coordinator", "delayed"], 20, seed=20)
+    sample = sample_mutants(["coordinator", "delayed"], 20, seed=20)
+    mutants = [m for m in sample if tuple(m.key.split("\0")[:4]) not in EQUIVALENT]
+    assert len(mutants) == 16, [m.ident for m in sample]  # the sample the floors were measured on
     results = run_mutants(mutants, ["replay", "fuzz"], budget=240, jobs=2, traces=None, fuzz_examples=30)
     rates = scores(results, ["replay", "fuzz"])
     for detector, floor in FLOOR.items():

@@ -28,9 +28,9 @@ from kgc.conformance.mutate_run import run_mutants
 PICKED = (
     (
         "coordinator",
-        "GroupCoordinator._complete_and_schedule_next_expiration",
+        "GroupCoordinator.on_expire_pending_sync",
         "drop-stmt",
-        "member_id = member.member_id",
+        "pending = sorted(group.pending_sync_members)",
     ),
     ("coordinator", "GroupCoordinator.on_expire_heartbeat", "drop-not", "not member.has_satisfied_heartbeat"),
     ("delayed", "DelayedSync.try_complete", "return-none", "return False"),
