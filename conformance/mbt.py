@@ -505,14 +505,16 @@ def compare_states(
     # one comprehension over the names: most variables are the same objects on both sides;
     # subscripts, not .get calls, and no `in changed` when nothing changed on our side (the
     # client events' usual case): a name missing on a side takes the name-by-name test below
-    try:
-        if changed is _VARIABLES:
-            raise KeyError
-        if changed:
-            names = [n for n in among if (n in changed and n in spec) or spec[n] is not before[n]]
-        else:
-            names = [n for n in among if spec[n] is not before[n]]
-    except KeyError:
+    names: list[str] | None = None
+    if changed is not _VARIABLES:
+        try:
+            if changed:
+                names = [n for n in among if (n in changed and n in spec) or spec[n] is not before[n]]
+            else:
+                names = [n for n in among if spec[n] is not before[n]]
+        except KeyError:  # a name missing on a side: the name-by-name test below
+            names = None
+    if names is None:
         get = before.get
         names = [n for n in among if n in spec and (n in changed or spec[n] is not get(n))]
     for name in names:
@@ -618,20 +620,26 @@ def _follow(
                     return outcome
                 outcome.steps = n
                 continue
+            tie = head = None  # a timer step's op to fire (tie_to_fire) and the head's record
             if name in TIMER_STEPS and world.ops and spec_before["timers"]:
                 # the abstraction's own record of the head op: its state is the world's as the
                 # last update left it, and what ran since (client events alone) changes no
                 # input of a timer record (the clock, the group, the ops, the ghost history)
                 spec_head = spec_before["timers"][0]
                 head = abstraction.state["timers"][0] if recorder is None else timer_record(world, world.ops[0])
-                if head != spec_head and tie_to_fire(world, spec_head) is None:
-                    outcome.divergence = Divergence(n, describe_action(la), "timers[1]", _show(spec_head), _show(head))
-                    return outcome
+                if head != spec_head:
+                    tie = tie_to_fire(world, spec_head)
+                    if tie is None:
+                        outcome.divergence = Divergence(
+                            n, describe_action(la), "timers[1]", _show(spec_head), _show(head)
+                        )
+                        return outcome
+                head = head if recorder is None else None
             group = world.group if on_step is not None else None
             before_state = group.state._name_ if group is not None else "NoGroup"  # .name, no descriptor
             try:
                 res = (
-                    apply_spec_step(world, spec_before, spec_after)
+                    apply_spec_step(world, spec_before, spec_after, tie, head)
                     if recorder is None
                     else recorder.spec_step(spec_before, spec_after, f"spec step {n} {describe_action(la)}")
                 )

@@ -24,10 +24,16 @@ def resolve(ref: MemberRef, answered: JoinAnswers, file: str, step: int) -> str:
         return ref
     member_id = answered(ref.request_id)
     if member_id is None:
-        raise ScenarioError(
-            file, step, f"member reference {ref}: join {ref.request_id!r} has no response yet when it is used"
-        )
+        raise unanswered(ref, file, step)
     return member_id
+
+
+def unanswered(ref: Ref, file: str, step: int) -> ScenarioError:
+    """The scenario's error for `ref` used before its join was answered (shared with runners
+    that read the answers themselves)."""
+    return ScenarioError(
+        file, step, f"member reference {ref}: join {ref.request_id!r} has no response yet when it is used"
+    )
 
 
 def resolve_all(refs: Iterable[MemberRef], answered: JoinAnswers, file: str, step: int) -> list[str]:

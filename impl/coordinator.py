@@ -980,12 +980,9 @@ class GroupCoordinator:
         if not group.has_received_sync_from_all_members:
             pending = sorted(group.pending_sync_members)
             for member_id in pending:
-                member = group.members.get(member_id)
+                key = _member_key(group, member_id)  # read before the member is removed
                 group.remove(member_id)
-                if member is not None:
-                    self._remove_heartbeat_for_leaving_member(group, member)
-                else:  # an id without a member (a mutant's group): Kafka completes its key all the same
-                    self.heartbeat_purgatory.check_and_complete(MemberKey(group.group_id, member_id))
+                self.heartbeat_purgatory.check_and_complete(key)
             self._prepare_rebalance(group)
 
     # ==========================================================================================
@@ -1665,6 +1662,13 @@ def _heartbeat_key(group: GroupMetadata, member: MemberMetadata) -> MemberKey:
     if key is None or key[2] is not member_id or key[1] is not group_id:
         key = member.heartbeat_key = MemberKey(group_id, member_id)
     return key
+
+
+def _member_key(group: GroupMetadata, member_id: str) -> MemberKey:
+    """The MemberKey of `member_id`: the member's kept key, or a new one for an id without a
+    member (Kafka completes the key of every pending-sync id, member or not)."""
+    member = group.members.get(member_id)
+    return _heartbeat_key(group, member) if member is not None else MemberKey(group.group_id, member_id)
 
 
 def _member_text(member: MemberMetadata) -> str:

@@ -345,8 +345,9 @@ def _leave(world: World, c: str, res: StepResult) -> None:
     )
 
 
-def _fire(world: World, res: StepResult, chosen: Any = None) -> None:
-    """Fire the earliest timer task, or `chosen`, one that ties with it (see `tie_to_fire`)."""
+def _fire(world: World, res: StepResult, chosen: Any = None, head: Record | None = None) -> None:
+    """Fire the earliest timer task, or `chosen`, one that ties with it (see `tie_to_fire`).
+    `head`: the earliest task's timer record, when the caller has it."""
     if chosen is not None:
         res.fired = timer_record(world, chosen)
         deadline = chosen.deadline_ms()
@@ -355,11 +356,18 @@ def _fire(world: World, res: StepResult, chosen: Any = None) -> None:
         chosen.run()
         res.ran = 1
         return
-    tasks = world.timer.live_tasks()
-    if tasks:
-        res.fired = timer_record(world, tasks[0])
+    if head is not None:
+        res.fired = head
+    else:
+        tasks = world.timer.live_tasks()
+        if tasks:
+            res.fired = timer_record(world, tasks[0])
     res.requests.append("SystemTimer.fire_next()")
     res.ran = 1 if world.timer.fire_next() else 0
+
+
+#: apply_spec_step's `tie` when the caller has not looked: it asks tie_to_fire itself.
+UNKNOWN_TIE: Any = object()
 
 
 def tie_to_fire(world: World, spec_head: Mapping[str, Any]) -> Any:
@@ -384,16 +392,26 @@ def tie_to_fire(world: World, spec_head: Mapping[str, Any]) -> Any:
     return None
 
 
-def apply_spec_step(world: World, spec_before: Mapping[str, Any], spec_after: Mapping[str, Any]) -> StepResult:
+def apply_spec_step(
+    world: World,
+    spec_before: Mapping[str, Any],
+    spec_after: Mapping[str, Any],
+    tie: Any = UNKNOWN_TIE,
+    head: Record | None = None,
+) -> StepResult:
     """apply_action for one step of a spec trace, steered to the choices the spec made where
-    Kafka leaves them to HashMap order (prefer_leader, tie_to_fire)."""
+    Kafka leaves them to HashMap order (prefer_leader, tie_to_fire). `tie`: tie_to_fire's
+    answer for this step when the caller has it, `head` the timer record of the earliest live
+    task (conform reads the head against the abstraction's own record first: the head's record
+    rebuilt twice more per timer step was waste)."""
     la = spec_after["lastAction"]
-    tie = None
-    if str(la["name"]) in TIMER_STEPS and spec_before["timers"]:
-        tie = tie_to_fire(world, spec_before["timers"][0])
+    if tie is UNKNOWN_TIE:
+        tie = None
+        if str(la["name"]) in TIMER_STEPS and spec_before["timers"]:
+            tie = tie_to_fire(world, spec_before["timers"][0])
     if spec_after["leader"] != spec_before["leader"]:
         prefer_leader(world, spec_after["leader"])
-    return apply_action(world, la, tie)
+    return apply_action(world, la, tie, head)
 
 
 def prefer_leader(world: World, spec_leader: int) -> None:
@@ -426,7 +444,7 @@ def _advance(world: World, units: int, res: StepResult) -> None:
     res.ran = world.timer.advance_to(target)
 
 
-def apply_action(world: World, la: Mapping[str, Any], fire: Any = None) -> StepResult:
+def apply_action(world: World, la: Mapping[str, Any], fire: Any = None, head: Record | None = None) -> StepResult:
     """Perform the spec step `la` (a lastAction record: name, client, member, gen, flag,
     newMember, resp, dt) on the implementation, driving each client from its own view.
 
@@ -478,7 +496,7 @@ def apply_action(world: World, la: Mapping[str, Any], fire: Any = None) -> StepR
     elif name == "LeaveGroupByInstanceId":
         _leave_by_instance_id(world, c, res)
     elif name in TIMER_STEPS:
-        _fire(world, res, fire)
+        _fire(world, res, fire, head)
     elif name == "AdvanceTime":
         _advance(world, int(la.get("dt", 1)), res)
     elif name == "GroupUnload":

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from procsupport import descendants
 from toolsupport import processes_mentioning
 
 pytestmark = pytest.mark.slow
@@ -87,26 +88,6 @@ def test_no_child_survives_an_interrupt(tmp_path: Path, name: str, sig: signal.S
             assert "interrupted" in report
 
 
-def descendants(pid: int) -> set[int]:
-    """The processes below `pid` (by /proc's parent links): other tests' TLC runs, on other
-    pytest-xdist workers, are not this run's children."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                # the command name (field 2) may hold spaces: the fields after its ')' are fixed
-                stat = (entry / "stat").read_text()
-                parents[int(entry.name)] = int(stat[stat.rindex(")") + 2 :].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-    found: set[int] = set()
-    frontier = {pid}
-    while frontier:
-        frontier = {child for child, parent in parents.items() if parent in frontier} - found
-        found |= frontier
-    return found
-
-
 def test_validate_interrupted_while_tlc_runs_on_worker_threads(tmp_path: Path) -> None:
     """kgc validate runs its TLC batches on a thread pool; Ctrl-C reaches the main thread
     only, so the batches' TLC must be stopped from there (and the scratch folder removed),
@@ -124,7 +105,8 @@ def test_validate_interrupted_while_tlc_runs_on_worker_threads(tmp_path: Path) -
         tlc: set[int] = set()
         while not tlc and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.1)
-            tlc = set(processes_mentioning("TraceGroupCoordinator")) & descendants(proc.pid)
+            # the processes below this kgc (other xdist workers' TLC runs are not its children)
+            tlc = set(processes_mentioning("TraceGroupCoordinator")) & descendants(proc.pid).keys()
         assert tlc, "validate never started TLC"
         scratch = {
             a.decode()
