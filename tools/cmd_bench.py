@@ -142,6 +142,12 @@ def render(report: BenchReport, console: Console) -> None:
         console.print(f"[yellow]{bench}: not available[/yellow]: {reason}", soft_wrap=True)
     for bench, reason in report.failed.items():
         console.print(f"[red]{bench}: CHECK FAILED[/red]: {reason}", soft_wrap=True)
+    machine = report.machine
+    console.print(
+        f"machine: {machine['cpu_model']}, {machine['usable_cores']} cores, load {machine['load_average_at_start']} at the start, "
+        f"speed probe {machine['speed_probe_loop_cpu_ms']} ms (rates compare across runs only at similar probes)",
+        soft_wrap=True,
+    )
     for path in report.files:
         console.print(f"wrote {path}", soft_wrap=True)
 

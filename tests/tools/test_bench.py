@@ -131,6 +131,8 @@ def test_kgc_bench_purgatory_quick_writes_json_and_plot(tmp_path: Path) -> None:
     assert last["ok"] is True and last["quick"] is True
     for key in ("cpu_model", "cores", "python", "platform"):
         assert last["machine"][key]
+    # the speed probe and the load that let two result files be compared (the host's speed drifts)
+    assert 1 < last["machine"]["speed_probe_loop_cpu_ms"] < 10_000 and last["machine"]["load_average_at_start"] >= 0
     purgatory = last["results"]["purgatory"]
     assert purgatory["ok"] is True and purgatory["summary"]["timing_claims"] is False
     names = {(row["target_outstanding"], row["purgatory"]) for row in purgatory["rows"]}

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,21 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine() or "unknown"
 
 
+def probe_loop_ms(rounds: int = 3) -> float:
+    """Thread CPU milliseconds of a fixed pure-Python loop (a million additions), the fastest
+    of `rounds`. This machine's speed drifts by more than 2x between hours with nothing else
+    running (a shared host), so every result file carries this probe: rates from two files
+    compare only when their probes are near."""
+    best = math.inf
+    for _ in range(rounds):
+        started = time.thread_time()
+        total = 0
+        for i in range(10**6):
+            total += i
+        best = min(best, time.thread_time() - started)
+    return round(best * 10**3, 1)
+
+
 def describe_machine() -> dict[str, Any]:
     affinity = getattr(os, "sched_getaffinity", None)
     return {
@@ -28,4 +45,6 @@ def describe_machine() -> dict[str, Any]:
         "python": sys.version.split()[0],
         "python_implementation": platform.python_implementation(),
         "platform": platform.platform(),
+        "load_average_at_start": round(os.getloadavg()[0], 2),
+        "speed_probe_loop_cpu_ms": probe_loop_ms(),
     }
