@@ -602,7 +602,9 @@ def _follow(
         return outcome
     try:
         abstraction = (
-            recorder.abstraction if recorder is not None else IncrementalAbstraction(world, rebuild=not incremental)
+            recorder.abstraction
+            if recorder is not None
+            else IncrementalAbstraction(world, rebuild=not incremental, fresh=world.step == 0 and not world.ops)
         )
         impl = abstraction.state if recorder is not None else abstraction.update()
         lean = recorder is None and incremental
@@ -615,7 +617,7 @@ def _follow(
             la = spec_after["lastAction"]
             name = str(la["name"])
             if lean and name in VIEW_ONLY_ACTIONS and _spec_kept_coordinator(spec_before, spec_after):
-                outcome.divergence = _client_event(n, la, spec_before, spec_after, world, abstraction, on_step)
+                outcome.divergence = _client_event(n, la, name, spec_before, spec_after, world, abstraction, on_step)
                 if outcome.divergence is not None:
                     return outcome
                 outcome.steps = n
@@ -696,6 +698,7 @@ def _spec_kept_coordinator(spec_before: Mapping[str, TlaValue], spec_after: Mapp
 def _client_event(
     n: int,
     la: Mapping[str, Any],
+    name: str,
     spec_before: Mapping[str, TlaValue],
     spec_after: Mapping[str, TlaValue],
     world: World,
@@ -707,8 +710,8 @@ def _client_event(
     no clock move: apply_client_event): only the acting client's fields are read
     (IncrementalAbstraction.client_event), only the client variables compared, and the
     lastAction record compared whole. No fault check: the coordinator was not called. The
-    same divergence as the full step would report, or None."""
-    name, client = str(la["name"]), client_name(la)
+    same divergence as the full step would report, or None. `name`: la's action name."""
+    client = client_name(la)
     group = world.group if on_step is not None else None
     before_state = group.state._name_ if group is not None else "NoGroup"  # .name, no descriptor
     try:
@@ -728,7 +731,10 @@ def _client_event(
 def _conform_view(impl: dict[str, TlaValue], world: World) -> dict[str, TlaValue]:
     """A recording keeps store, leaderLog and ackLog whatever the model (kgc validate's module
     allows a failover); a model without failovers has the spec's empty ones."""
-    if world.k.max_failovers > 0 or (not impl["store"]["exists"] and not impl["leaderLog"] and not impl["ackLog"]):
+    if world.k.max_failovers > 0:
+        return impl
+    store = impl["store"]  # NO_STORE itself (not kept) needs no field read
+    if (store is NO_STORE or not store["exists"]) and not impl["leaderLog"] and not impl["ackLog"]:
         return impl
     return {**impl, "store": NO_STORE, "leaderLog": frozenset(), "ackLog": frozenset()}
 
@@ -750,14 +756,11 @@ def _action_diff(la: Mapping[str, Any], res: StepResult) -> list[tuple[str, str,
         for name in _LA_FIELDS:
             if name in la and la[name] != done[name]:
                 out.append((f"lastAction.{name}", _show(la[name]), _show(done[name])))
+    if not res.requests or res.action in _NO_RESPONSE_STEPS:
+        return out  # no request (a client event), or a step no response is compared for
     resp = la.get("resp")
     # "" is Normalize's lastAction, which does not keep the response
-    if (
-        resp not in (None, "", "PARKED")
-        and res.requests
-        and res.action not in _NO_RESPONSE_STEPS
-        and res.response != resp
-    ):
+    if resp not in (None, "", "PARKED") and res.response != resp:
         out.append(("lastAction.resp", str(resp), res.response or "(no response in the step)"))
     return out
 

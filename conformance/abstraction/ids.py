@@ -43,15 +43,15 @@ class IdMap:
         self.seen = 0
         self._order: list[str] = []
         self.spec: Callable[[str | None], int] = self._spec.__getitem__
+        # the implementation id of a spec id, or None: the dict's own get (mtimeouts and
+        # mprotocols look up every spec id when an id is handed out), no Python frame
+        self.impl_or_none: Callable[[int], str | None] = self._impl.get
 
     def peek(self, impl_id: str) -> int | None:
         return self._spec.get(impl_id)
 
     def impl(self, spec_id: int) -> str:
         return self._impl[spec_id]
-
-    def impl_or_none(self, spec_id: int) -> str | None:
-        return self._impl.get(spec_id)
 
     def newest(self, n: int) -> list[str]:
         """The implementation ids of the last `n` registrations still mapped."""

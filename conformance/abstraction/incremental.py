@@ -12,7 +12,9 @@ the steps of model default's traces), and one client at most changes a few of it
   world's own counters say nothing reached the coordinator (no request token issued; clock,
   offset, failovers and ids handed out unchanged); any other step recomputes them, except
   that a timer record is reused while its op's inputs are unchanged (`_timers`: the records
-  were the largest part of that recomputation);
+  were the largest part of that recomputation), and a new live op's record is taken from a
+  memo by content shared by every world (`_shared_record`: a rescheduled heartbeat's record
+  is, most often, one made before);
 - client variables (state.CLIENT_VARIABLES): each is a function of one ClientView field per
   client; the fields of every client are read at once (one attrgetter per client) and only
   the entries of the clients whose field changed (compared by value) are replaced
@@ -20,6 +22,9 @@ the steps of model default's traces), and one client at most changes a few of it
   (World.gen reads it);
 - any other spec variable (one added to abstract_state without a rule here): taken from a
   full abstract_state on every step, so a new variable is correct before it is fast.
+
+The first update of a world conform just made (`fresh=True`) takes the state every such world
+starts in from a memo (`_INITIAL`, by constants and coordinator class), once it was computed.
 
 `client_event(action, client)` is update(action) for such a client event when the caller
 knows the coordinator was not called (apply_client_event): only that client's fields are read.
@@ -40,20 +45,19 @@ from itertools import compress
 from operator import attrgetter, is_, is_not, ne
 from typing import Any
 
-from kgc.conformance.abstraction.actions import VIEW_ONLY_ACTIONS
-from kgc.conformance.abstraction.constants import SPEC_VARIABLES, AbstractionError
+from kgc.conformance.abstraction.actions import _CLIENT_EVENT_MEMO_LIMIT, VIEW_ONLY_ACTIONS
+from kgc.conformance.abstraction.constants import NO_GEN, NO_MEMBER, SPEC_VARIABLES, AbstractionError
 from kgc.conformance.abstraction.state import (
     CLIENT_VARIABLES,
     abstract_state,
     client_variable,
     coordinator_variables,
     history_kept,
-    is_orphan,
     timer_dur,
     timer_record,
 )
 from kgc.conformance.abstraction.world import World
-from kgc.impl.delayed import DelayedHeartbeat
+from kgc.impl.delayed import DelayedHeartbeat, DelayedSync, InitialDelayedJoin
 from kgc.spec.values import ModelValue, Record, TlaValue
 
 __all__ = ["CLIENT_ONLY_ACTIONS", "IncrementalAbstraction", "check_incremental_default"]
@@ -70,9 +74,18 @@ class IncrementalAbstraction:
     """abstract_state(world, failover_history) maintained across the steps of one world."""
 
     def __init__(
-        self, world: World, failover_history: bool | None = None, check: bool | None = None, rebuild: bool = False
+        self,
+        world: World,
+        failover_history: bool | None = None,
+        check: bool | None = None,
+        rebuild: bool = False,
+        fresh: bool = False,
     ) -> None:
         self.world = world
+        # `fresh`: the world was just made and nothing has run on it (conform's own worlds):
+        # its first state is the one every such world of its constants and coordinator class
+        # starts in, taken from _INITIAL once computed (the first update was ~2 % of a trace)
+        self.fresh = fresh
         self.rebuild = rebuild  # every update a full abstract_state (the baseline kgc bench pipeline measures)
         self.history = history_kept(world, failover_history)
         self.check = check_incremental_default() if check is None else check
@@ -91,7 +104,7 @@ class IncrementalAbstraction:
 
     def _counters(self) -> tuple[Any, ...]:
         w = self.world
-        return (w._tokens, w.clock.now_ms(), w.offset_ms, w.failovers, len(w.ids))
+        return (w._tokens, w.clock.now_ms(), w.offset_ms, w.failovers, w.ids.seen)  # seen: len(ids), no frame
 
     def update(self, action: str | None = None, observed: bool = False) -> dict[str, TlaValue]:
         """The abstract state after a step of spec action `action` (None: unknown, recompute
@@ -131,7 +144,8 @@ class IncrementalAbstraction:
         elif keys != self._keys:
             changed.update(self._update_clients(state, keys))
         self._keys = keys
-        self._fill_missing(state, changed, action)
+        if self._missing or self.check:
+            self._fill_missing(state, changed, action)
         self.state = state
         self.changed = frozenset(changed)
         return state
@@ -158,7 +172,19 @@ class IncrementalAbstraction:
         return self.state
 
     def _first(self, keys: tuple[Any, ...], gen_key: Any) -> dict[str, TlaValue]:
-        """The first update: every variable computed, in SPEC_VARIABLES order."""
+        """The first update: every variable computed, in SPEC_VARIABLES order; for a fresh
+        world, the memo's (_INITIAL) when it has one. A fresh world has no live op and no
+        member id yet, so what skipping its observe leaves undone (world.ops, op_born, the
+        ids, per_id_memo) is empty or recomputed by the next update all the same."""
+        w = self.world
+        memo_key = (id(w.k), type(w.coordinator), self.history) if self.fresh and not self.check else None
+        hit = _INITIAL.get(memo_key) if memo_key is not None else None
+        if hit is not None and hit[0] is w.k and hit[1] == keys and hit[4] == self._counters() and _untouched(w):
+            self._coordinator, self._coordinator_key = hit[2], hit[4]
+            self.full_updates += 1
+            self._gen_key, self._keys, self._missing = gen_key, keys, []
+            self.state, self.changed = hit[3], frozenset(SPEC_VARIABLES)
+            return self.state
         state = dict(self._recompute_coordinator())
         for name in CLIENT_VARIABLES:
             state[name] = client_variable(self.world, name, tuple(k[_FIELD_INDEX[name]] for k in keys))
@@ -167,6 +193,10 @@ class IncrementalAbstraction:
         self._fill_missing(state, set(), None)
         self.state = {n: state[n] for n in SPEC_VARIABLES}
         self.changed = frozenset(SPEC_VARIABLES)
+        if memo_key is not None and not self._missing and _untouched(w):
+            if len(_INITIAL) >= _CLIENT_EVENT_MEMO_LIMIT:
+                _INITIAL.clear()
+            _INITIAL[memo_key] = (w.k, keys, self._coordinator, self.state, self._coordinator_key)
         return self.state
 
     def _recompute_coordinator(self, observed: bool = False) -> dict[str, TlaValue]:
@@ -193,20 +223,30 @@ class IncrementalAbstraction:
         records = []
         for op in ops:
             stale = op.group is not group
-            # is_orphan and timer_dur are False and "none" for any op but a heartbeat: not called
+            # is_orphan and timer_dur are False and "none" for any op but a heartbeat: not called;
+            # a live heartbeat's is_orphan written out, the orphaned paths (mostly none) first
             heartbeat = isinstance(op, DelayedHeartbeat)
             key = (
                 base,
                 op.deadline_ms(),
                 stale,
                 (
-                    op.group.new_member_added if stale else heartbeat and is_orphan(op, group, orphaned)  # type: ignore[arg-type]
+                    op.group.new_member_added
+                    if stale
+                    else heartbeat
+                    and op.member_id in orphaned
+                    and op.member_id not in (group.pending_members if op.is_pending else group.members)  # type: ignore[union-attr]
                 ),
                 timer_dur(world, op, group) if heartbeat else "none",
                 gen_key,
             )
             hit = memo.get(id(op))
-            record = hit[2] if hit is not None and hit[0] is op and hit[1] == key else timer_record(world, op)
+            if hit is not None and hit[0] is op and hit[1] == key:
+                record = hit[2]
+            elif stale:
+                record = timer_record(world, op)
+            else:
+                record = _shared_record(world, op, heartbeat, key)
             fresh[id(op)] = (op, key, record)
             records.append(record)
         self._timer_memo = fresh
@@ -259,6 +299,49 @@ class IncrementalAbstraction:
                     f"incremental abstraction differs from the full one after {action}: {', '.join(differ)}"
                 )
 
+
+def _untouched(world: World) -> bool:
+    """No group, no live op, no step taken: a world as World() made it (see `fresh`)."""
+    return world.step == 0 and world.group is None and not world.timer.size()
+
+
+def _shared_record(world: World, op: Any, heartbeat: bool, key: tuple[Any, ...]) -> Record:
+    """timer_record of a live op (not stale) whose record is not in the memo yet (a new op,
+    most often: a rescheduled heartbeat), from a memo by content shared by every world: a
+    live op's record is a function of its type, member, pending flag, deadline from the
+    clock base, delay, remaining, generation (under Normalize, against the current one),
+    orphan flag and dur (`key`, _timers') and the unit, and the same records recur step
+    after step and trace after trace. A record is memoized once timer_record made it (a
+    deadline or delay that is no whole number of units raises there, each time)."""
+    content = (
+        type(op),
+        world.ids.spec(op.member_id) if heartbeat else NO_MEMBER,
+        heartbeat and op.is_pending,
+        key[1] - key[0],
+        key[3],
+        key[4],
+        key[5],
+        op.delay_ms,
+        op.remaining_ms if isinstance(op, InitialDelayedJoin) else 0,
+        op.generation_id if isinstance(op, DelayedSync) else NO_GEN,
+        world.k.ms_per_unit,
+    )
+    record = _SHARED_RECORDS.get(content)
+    if record is None:
+        record = timer_record(world, op)
+        if len(_SHARED_RECORDS) >= _CLIENT_EVENT_MEMO_LIMIT:
+            _SHARED_RECORDS.clear()
+        _SHARED_RECORDS[content] = record
+    return record
+
+
+#: (id(constants), coordinator class, history kept) -> (constants, client fields, coordinator
+#: variables, state, counters) of a fresh world's first update (IncrementalAbstraction(fresh=True));
+#: both dicts are read-only to every user, as `state` and `_coordinator` always are
+_INITIAL: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+
+#: a live op's timer record by its content (_shared_record), bounded as the client events' memo
+_SHARED_RECORDS: dict[tuple[Any, ...], Record] = {}
 
 _CLIENT_FIELDS = attrgetter(*(field for field, _ in CLIENT_VARIABLES.values()))
 _CLIENT_VALUE = tuple(value for _, value in CLIENT_VARIABLES.values())

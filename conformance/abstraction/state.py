@@ -72,8 +72,9 @@ def timer_dur(world: World, op: Any, group: GroupMetadata | None) -> str:
     if op.is_pending:
         return "session"
     member_timeouts = world.member_timeouts.get(op.member_id)
-    session = member_timeouts[0] if member_timeouts is not None else world.k.ms(world.k.session)
-    new_member = world.k.ms(world.k.new_member_timeout)
+    k = world.k  # k.ms(units) written out: two frames less per live heartbeat and update
+    session = member_timeouts[0] if member_timeouts is not None else k.session * k.ms_per_unit
+    new_member = k.new_member_timeout * k.ms_per_unit
     if op.delay_ms == new_member and op.delay_ms != session:
         return "newMember"
     if op.delay_ms == session and op.delay_ms != new_member:
@@ -126,6 +127,10 @@ def _plan_of(world: World, assignments: list[str], within: frozenset[str] = froz
     record holds (an append made before the rename, or the record a static rejoin's
     append has not yet replaced, names the old id)."""
     plan: set[int] = set()
+    if not world.renamed:  # no id renamed: each is its own current one (the members share one plan, read once)
+        for a in dict.fromkeys(assignments):
+            plan.update(map(world.ids.spec, decode_plan(a)))
+        return frozenset(plan)
     for a in assignments:
         plan.update(world.ids.spec(world.current_id(m, within)) for m in decode_plan(a))
     return frozenset(plan)
@@ -214,7 +219,7 @@ def _per_id(world: World, name: str, version: int, compute: Callable[[World], An
     the coordinator variables. The previous object itself is returned, so that conform
     skips comparing it again. `fresh`: computed anew (the full abstract_state, which the
     incremental one is checked against)."""
-    key = (len(world.ids), version)
+    key = (world.ids.seen, version)  # seen is len(ids), read without IdMap.__len__'s frame
     hit = world.per_id_memo.get(name)
     if hit is not None and hit[0] == key and not fresh:
         return hit[1]
@@ -332,8 +337,8 @@ CLIENT_VARIABLES: dict[str, tuple[str, Callable[[World, Any], TlaValue]]] = {
     "cmember": ("member", lambda w, x: w.ids.spec(x)),
     "cgen": ("gen", lambda w, x: w.gen(x)),
     "cleader": ("leader", lambda w, x: x),
-    "cmembers": ("members", lambda w, x: frozenset(w.ids.spec(m) for m in x)),
-    "cassign": ("assign", lambda w, x: frozenset(w.ids.spec(m) for m in x)),
+    "cmembers": ("members", lambda w, x: frozenset(map(w.ids.spec, x))),  # C-level map: no generator frame
+    "cassign": ("assign", lambda w, x: frozenset(map(w.ids.spec, x))),
     "cwait": ("wait", lambda w, x: w.ids.spec(x)),
 }
 
@@ -417,7 +422,7 @@ def coordinator_variables(
             "newMembers": frozenset(map(spec, compress(member_ids, map(_IS_NEW, members)))) or _NO_IDS,
             "pendingSync": frozenset(map(spec, group.pending_sync_members)) or _NO_IDS,
             "plan": (
-                _plan_of(world, [m.assignment for m in members], frozenset(m.member_id for m in members)) or _NO_IDS
+                _plan_of(world, [m.assignment for m in members], frozenset(member_ids)) or _NO_IDS
                 if group.state is GroupState.Stable
                 else _NO_IDS
             ),
@@ -448,7 +453,7 @@ def coordinator_variables(
         "loaded": world.coordinator.is_coordinator_for(GROUP_ID),
         **live,
         "mtimeouts": _per_id(world, "mtimeouts", world.per_member_version, _member_timeouts, fresh),
-        "nextId": len(ids) + 1,
+        "nextId": ids.seen + 1,
         "store": _store(world, history),
         "failovers": world.failovers,
         "leaderLog": leader_log(world) if history else _NO_IDS,
