@@ -25,7 +25,9 @@ def probe_loop_ms(rounds: int = 3) -> float:
     """Thread CPU milliseconds of a fixed pure-Python loop (a million additions), the fastest
     of `rounds`. This machine's speed drifts by more than 2x between hours with nothing else
     running (a shared host), so every result file carries this probe: rates from two files
-    compare only when their probes are near."""
+    compare only when their probes are near. Near probes are not enough: a memory-bound
+    workload (the handlers, the purgatories) has run at a third of its best speed while the
+    probe read fast."""
     best = math.inf
     for _ in range(rounds):
         started = time.thread_time()
