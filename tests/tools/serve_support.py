@@ -23,8 +23,9 @@ CLIENTS = Path(__file__).parent / "serve_clients"
 class Proc:
     """A child process whose stdout lines are collected by a thread (JSON ones parsed)."""
 
-    def __init__(self, argv: Sequence[str], name: str, cwd: Path | None = None) -> None:
+    def __init__(self, argv: Sequence[str], name: str, cwd: Path | None = None, *, dumps_stacks: bool = False) -> None:
         self.name = name
+        self.dumps_stacks = dumps_stacks  # SIGUSR1 prints its threads' stacks (serve_clients/diagnostics.py)
         self.argv = list(argv)
         self.proc = subprocess.Popen(
             self.argv,
@@ -101,7 +102,8 @@ def start_server(tmp: Path, *extra: str) -> tuple[Proc, int]:
 
 def consumer(kind: str, port: int, group: str, topic: str, name: str, session_ms: int, *extra: str) -> Proc:
     script = CLIENTS / f"{kind}_consumer.py"
-    return Proc([sys.executable, str(script), f"127.0.0.1:{port}", group, topic, name, str(session_ms), *extra], name)
+    argv = [sys.executable, str(script), f"127.0.0.1:{port}", group, topic, name, str(session_ms), *extra]
+    return Proc(argv, name, dumps_stacks=True)
 
 
 def free_port() -> int:
@@ -110,14 +112,30 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_for(what: str, check: Callable[[], bool], timeout: float, procs: Sequence[Proc] = ()) -> float:
-    """Seconds until check() held; AssertionError (with the processes' output) after timeout."""
+def wait_for(
+    what: str,
+    check: Callable[[], bool],
+    timeout: float,
+    procs: Sequence[Proc] = (),
+    context: Callable[[], str] | None = None,
+) -> float:
+    """Seconds until check() held; after timeout an AssertionError with what the wait was for:
+    each process's events and the end of its stderr (a consumer's client log and, asked by
+    SIGUSR1, its threads' stacks) and `context()` (the coordinator's log), so a failure in CI
+    says which side stalled."""
     start = time.monotonic()
     while time.monotonic() - start < timeout:
         if check():
             return time.monotonic() - start
         time.sleep(0.05)
-    detail = "\n".join(f"--- {p.name}: events {p.events}\n{''.join(p.err[-15:])}" for p in procs)
+    asked = [p for p in procs if p.dumps_stacks and p.proc.poll() is None]
+    for p in asked:
+        p.signal(signal.SIGUSR1)
+    if asked:
+        time.sleep(1.0)  # the stacks arrive through the stderr pump
+    detail = "\n".join(f"--- {p.name}: events {p.events}\n{''.join(p.err[-60:])}" for p in procs)
+    if context is not None:
+        detail += "\n--- the coordinator:\n" + context()
     raise AssertionError(f"timed out after {timeout} s waiting for {what}\n{detail}")
 
 

@@ -52,6 +52,10 @@ class ServeTarget:
     def generations(self, group: str) -> list[int]:
         return generations_in(list(self.server.err), group)
 
+    def log_tail(self, lines: int = 80) -> str:
+        """The end of kgc serve's log, for a failed wait's message."""
+        return "".join(self.server.err[-lines:])
+
     def stop(self) -> None:
         self.server.stop()
 
@@ -85,6 +89,10 @@ class BrokerTarget:
 
     def generations(self, group: str) -> list[int]:
         return generations_in(self.log_lines(), group)
+
+    def log_tail(self, lines: int = 80) -> str:
+        """The end of the broker's coordinator lines, for a failed wait's message."""
+        return "\n".join([x for x in self.log_lines() if "Group" in x][-lines:])
 
     def stop(self) -> None:
         """The module's fixture stops the broker."""

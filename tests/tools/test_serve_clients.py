@@ -63,10 +63,10 @@ class GroupWatch:
         self._since = time.monotonic()
 
     def settled(self, what: str, members: list[Proc], timeout: float = 60) -> None:
-        wait_for(what, lambda: balanced(members, PARTITIONS), timeout, members)
+        wait_for(what, lambda: balanced(members, PARTITIONS), timeout, members, self.target.log_tail)
         seconds = time.monotonic() - self._since
         time.sleep(SETTLE_S)
-        wait_for(what, lambda: balanced(members, PARTITIONS), timeout, members)
+        wait_for(what, lambda: balanced(members, PARTITIONS), timeout, members, self.target.log_tail)
         generations = len(self.target.generations(self.group))
         held = tuple(sorted(tuple(p.assignment() or []) for p in members))
         self.steps.append(Step(what, held, generations - self._seen, round(seconds, 2)))

@@ -12,6 +12,7 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka.abc import ConsumerRebalanceListener
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+from diagnostics import diagnosable
 
 
 def say(**event: object) -> None:
@@ -19,6 +20,7 @@ def say(**event: object) -> None:
 
 
 async def main() -> None:
+    diagnosable("aiokafka.consumer.group_coordinator")
     bootstrap, group, topic, name = sys.argv[1:5]
     session_ms = int(sys.argv[5]) if len(sys.argv) > 5 else 6000
     stop = asyncio.Event()

@@ -9,6 +9,7 @@ import signal
 import sys
 
 from confluent_kafka import Consumer
+from diagnostics import diagnosable
 
 
 def say(**event: object) -> None:
@@ -16,6 +17,7 @@ def say(**event: object) -> None:
 
 
 def main() -> None:
+    diagnosable()
     bootstrap, group, topic, name = sys.argv[1:5]
     session_ms = int(sys.argv[5]) if len(sys.argv) > 5 else 6000
     stop = []

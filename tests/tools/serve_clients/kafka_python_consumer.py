@@ -10,6 +10,7 @@ import json
 import signal
 import sys
 
+from diagnostics import diagnosable
 from kafka import ConsumerRebalanceListener, KafkaConsumer
 from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
@@ -21,6 +22,7 @@ def say(**event: object) -> None:
 
 
 def main() -> None:
+    diagnosable("kafka.coordinator")
     bootstrap, group, topic, name = sys.argv[1:5]
     session_ms = int(sys.argv[5]) if len(sys.argv) > 5 else 6000
     options = sys.argv[6:]
