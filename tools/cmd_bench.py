@@ -79,6 +79,7 @@ def run_bench(
     gc: str = "on",
     progress: Callable[[str], None] | None = None,
     benchmarks: dict[str, Callable[[BenchOptions], BenchResult]] | None = None,
+    baseline: str | None = None,
 ) -> BenchReport:
     """Runs `name` (or every registered benchmark for "all") and writes the result files.
 
@@ -93,7 +94,7 @@ def run_bench(
     report = BenchReport(
         requested=name, quick=quick, machine=describe_machine(), timestamp=now.isoformat(timespec="seconds")
     )
-    options = BenchOptions(quick=quick, seed=seed, gc=gc, progress=progress)
+    options = BenchOptions(quick=quick, seed=seed, gc=gc, progress=progress, baseline=baseline)
     for bench in names:
         try:
             report.results.append(registry[bench](options))
@@ -165,6 +166,13 @@ def bench_command(
         "--gc",
         help="Purgatory timing passes with the garbage collector on (default, the headline), off, or both.",
     ),
+    # named by typer from the parameter (--baseline): no new literal for Hypothesis's constant pool,
+    # which the draw-sensitive tests share with every kgc module they import (scripts/test.sh)
+    baseline: str | None = typer.Option(
+        None,
+        help="replay: also measure git revision REV's handler and replay rates in turns with this tree's "
+        "(same run, a worktree and venv of REV) and print the ratios against the targets'.",
+    ),
 ) -> None:
     """Benchmark kgc's parts: the timing-wheel purgatory against heapq (asyncio's way) and
     sched; TLC with 1 vs 2 workers. Results and plots go to bench/results/."""
@@ -176,7 +184,13 @@ def bench_command(
         raise typer.Exit(EXIT_USAGE)
     try:
         report = run_bench(
-            benchmark, quick=quick, out_dir=out, seed=seed, gc=gc, progress=lambda m: errors.print(f"[dim]{m}[/dim]")
+            benchmark,
+            quick=quick,
+            out_dir=out,
+            seed=seed,
+            gc=gc,
+            progress=lambda m: errors.print(f"[dim]{m}[/dim]"),
+            baseline=baseline,
         )
     except KeyError as err:
         errors.print(f"[red]{err.args[0]}[/red]")

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kgc.conformance.scenario import shipped_scenarios
+from kgc.tools.bench.baseline import BaselineComparison, compare_with_baseline
 from kgc.tools.bench.result import BenchCheckFailed, BenchOptions, BenchResult
 
 __all__ = ["replay_benchmark"]
@@ -160,8 +161,51 @@ def _validate_rates(traces: int, single: int, seed: int, work: Path) -> dict[str
     }
 
 
+def _baseline_rows(
+    cmp: BaselineComparison, summary: dict[str, Any], notes: list[str], data: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """`--baseline REV`: this tree's handler and replay rates over REV's, measured in turns;
+    the target of each is the rate target's ratio to REV's own rate on its day, when on record."""
+    known = cmp.known()
+    rows = []
+    for measure, label, target in (
+        ("handlers", "coordinator handlers", HANDLERS_TARGET),
+        ("replay", "kgc replay", REPLAY_TARGET),
+    ):
+        ratio = cmp.median_ratio(measure)
+        wanted = target / known[measure] if known is not None else None
+        rows.append(
+            {
+                "what": f"{label}, this tree / {cmp.commit[:7]}",
+                "amount": len(cmp.pairs),
+                "rate": ratio,
+                "unit": "x (median of pairs)",
+                "target": wanted,
+                "vs_target": ratio / wanted if wanted is not None else None,
+            }
+        )
+        summary[f"{measure}_over_baseline"] = round(ratio, 3)
+        if known is not None:  # the rate this tree would show on the day the target was set
+            summary[f"{measure}_at_baseline_day"] = round(ratio * known[measure])
+    notes.append(
+        f"baseline {cmp.commit[:12]}: {len(cmp.pairs)} pairs in turns, each side in its own process; "
+        "a ratio row's target is the rate target over the baseline's rate on its own day"
+    )
+    data["baseline"] = {"rev": cmp.rev, "commit": cmp.commit, "pairs": cmp.pairs, "on_its_day": known}
+    return rows
+
+
 def replay_benchmark(options: BenchOptions) -> BenchResult:
     quick = options.quick
+    baseline = None
+    if options.baseline is not None:  # first: a revision that cannot be built fails before the long work
+        baseline = compare_with_baseline(
+            options.baseline,
+            pairs=1 if quick else 3,
+            requests=20_000 if quick else 400_000,
+            seconds=0.5 if quick else 8.0,
+            say=options.say,
+        )
     with tempfile.TemporaryDirectory(prefix="kgc-bench-replay-") as tmp:
         work = Path(tmp)
         options.say("coordinator handlers ...")
@@ -224,6 +268,9 @@ def replay_benchmark(options: BenchOptions) -> BenchResult:
         "conform_verdicts": verdicts,
     }
     notes = ["coordinator and replay rates: per second of this thread's CPU time (time.thread_time)"]
+    data: dict[str, Any] = {"validate": val}
+    if baseline is not None:
+        rows += _baseline_rows(baseline, summary, notes, data)
     if quick:
         notes.append("quick mode: sizes too small for timing claims")
     return BenchResult(
@@ -233,5 +280,5 @@ def replay_benchmark(options: BenchOptions) -> BenchResult:
         rows,
         summary,
         notes,
-        {"validate": val},
+        data,
     )

@@ -23,6 +23,9 @@ class BenchOptions:
     # headline), "off", or "both" (each timed pass run twice). Both sides always identical.
     gc: str = "on"
     progress: Callable[[str], None] | None = None
+    # A git revision whose harness rates the replay benchmark measures in turns with this tree's
+    # (baseline.py): the rate targets as same-run ratios, on a machine whose speed drifts.
+    baseline: str | None = None
 
     def say(self, message: str) -> None:
         if self.progress is not None:
