@@ -11,9 +11,9 @@ so a drift in the machine's speed lands on both sides of a pair.
 
 The measurement is the replay benchmark's own `_coordinator_rate` and `_replay_rate`, which the
 baseline commit has under the same names: each side measures its own handlers on the same
-workload and replays its own shipped scenarios. One difference is kept, not hidden: before
-1e94583's successors the replay rate was timed by the wall clock, now by the thread's CPU time;
-on an idle machine the two agree for a single-threaded loop (the load is in the result).
+workload and replays its own shipped scenarios. One difference is kept, not hidden: 1e94583
+timed its replay loop by the wall clock, later trees by the thread's CPU time; on an idle
+machine the two agree for a single-threaded loop (the load is in the result).
 """
 
 from __future__ import annotations
