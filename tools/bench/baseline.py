@@ -70,7 +70,11 @@ class BaselineComparison:
 
 
 def _git(repo: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=120)
+    """git's answer, or BenchUnavailable with one line: a failed, missing or hung git alike."""
+    try:
+        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise BenchUnavailable(f"--baseline: git {' '.join(args)}: {err}") from err
     if done.returncode != 0:
         raise BenchUnavailable(f"--baseline: git {' '.join(args)}: {done.stderr.strip() or 'failed'}")
     return done.stdout.strip()
@@ -81,7 +85,7 @@ def _checkout_root() -> Path:
     here = Path(__file__).resolve().parent
     try:
         return Path(_git(here, "rev-parse", "--show-toplevel"))
-    except (BenchUnavailable, OSError) as err:
+    except BenchUnavailable as err:
         raise BenchUnavailable(f"--baseline needs kgc run from its git checkout ({here} is not in one)") from err
 
 
