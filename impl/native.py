@@ -30,7 +30,8 @@ STAMP = "stamp.json"
 # coordinator is subclassed and monkeypatched by conformance's seeded bugs). delayed.py's
 # operations are made, tried and expired per request, and nothing subclasses them; group.py's
 # GroupMetadata and MemberMetadata are read and changed several times per JoinGroup and
-# SyncGroup, and what subclasses them is interpreted (allow_interpreted_subclasses).
+# SyncGroup, and what subclasses them is interpreted (allow_interpreted_subclasses). The build
+# compiles the purgatory benchmark's operation too (kgc.tools.build_native.BENCH_MODULES).
 COMPILED_MODULES = ("timer.py", "purgatory.py", "delayed.py", "group.py")
 
 
@@ -49,8 +50,13 @@ def native_path() -> str | None:
         return None
     try:
         stamp = json.loads((NATIVE_DIR / STAMP).read_text())
-        for name in COMPILED_MODULES:
-            if stamp["sources"][name] != source_digest(IMPL_DIR / name):
+        sources = stamp["sources"]
+        # every module built (kgc.tools.build_native also compiles the benchmark's operation)
+        # must still be its source, and the coordinator's modules must be among them
+        if not set(COMPILED_MODULES) <= set(sources):
+            return None
+        for name, digest in sources.items():
+            if digest != source_digest(IMPL_DIR / name):
                 return None
     except (OSError, ValueError, KeyError, TypeError):
         return None

@@ -360,6 +360,14 @@ def test_a_stale_or_missing_build_is_never_loaded(tmp_path, monkeypatch):
     assert native.native_path() is None
     monkeypatch.setenv("KGC_PURE", "0")
     assert native.native_path() == str(tmp_path)
+    # every module the stamp lists must still be its source: the benchmark's operation too
+    from kgc.tools.build_native import BENCH_MODULES
+
+    bench = {n: native.source_digest(IMPL / n) for n in BENCH_MODULES}
+    (tmp_path / native.STAMP).write_text(json.dumps({"sources": {**current, **bench}}))
+    assert native.native_path() == str(tmp_path)
+    (tmp_path / native.STAMP).write_text(json.dumps({"sources": {**current, **dict.fromkeys(bench, "0")}}))
+    assert native.native_path() is None
 
 
 def _compiler_available() -> bool:
@@ -430,7 +438,7 @@ def test_a_failed_build_says_why_in_one_line_and_keeps_the_current_build(tmp_pat
     assert out.returncode == 1
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(
-        "build_native: could not compile kgc.impl.timer/purgatory/delayed/group"
+        "build_native: could not compile kgc.impl.timer/purgatory/delayed/group/fake_operation"
     )
     after = sorted(p.name for p in native.NATIVE_DIR.iterdir()) if native.NATIVE_DIR.exists() else []
     assert after == before

@@ -12,8 +12,9 @@ and can be told that the outside event an operation waits for has happened (`com
 
 Every adapter records expirations in a caller-supplied bytearray indexed by operation id (the
 harness allocates it before memory tracing starts, so it is not charged to any purgatory), and
-the wheel's operations read the caller's `satisfied` flags in `try_complete`, which is how Kafka's
-operations learn that their condition holds.
+the wheel's operations (kgc.impl.fake_operation.FakeOperation, Kafka's FakeOperation, compiled
+with the purgatory as Kafka's is: that module says why) read the caller's `satisfied` flags in
+`try_complete`, which is how Kafka's operations learn that their condition holds.
 """
 
 from __future__ import annotations
@@ -37,41 +38,6 @@ class PurgatoryAdapter(Protocol):
     def outstanding(self) -> int: ...
 
 
-_wheel_operation_class: type | None = None
-
-
-def _wheel_operation() -> type:
-    """The benchmark's DelayedOperation, built on first use so this module imports without impl."""
-    global _wheel_operation_class
-    if _wheel_operation_class is None:
-        from kgc.impl.purgatory import DelayedOperation
-
-        class BenchOperation(DelayedOperation):
-            """Kafka's FakeOperation: completes once its outside event has happened.
-
-            ``satisfied`` and ``expired`` are class attributes of a per-adapter subclass, so an
-            operation carries one field of its own (its id), as asyncio's handle does.
-            """
-
-            __slots__ = ("op_id",)
-            satisfied: bytearray
-            expired: bytearray
-
-            def try_complete(self) -> bool:
-                if self.satisfied[self.op_id]:
-                    return self.force_complete()
-                return False
-
-            def on_complete(self) -> None:
-                pass
-
-            def on_expiration(self) -> None:
-                self.expired[self.op_id] = 1
-
-        _wheel_operation_class = BenchOperation
-    return _wheel_operation_class
-
-
 class WheelPurgatory:
     """kgc.impl's timing-wheel purgatory; the operation's id is its only watch key.
 
@@ -88,14 +54,14 @@ class WheelPurgatory:
 
     def __init__(self, expired: bytearray, satisfied: bytearray) -> None:
         from kgc.impl.clock import VirtualClock
+        from kgc.impl.fake_operation import FakeFlags, FakeOperation
         from kgc.impl.purgatory import DelayedOperationPurgatory
         from kgc.impl.timer import SystemTimer
 
         self.expired = expired
         self._satisfied = satisfied
-        self._operation = type(
-            "BenchOperation", (_wheel_operation(),), {"__slots__": (), "satisfied": satisfied, "expired": expired}
-        )
+        self._flags = FakeFlags(satisfied, expired)
+        self._operation = FakeOperation
         self._clock = VirtualClock()
         self._timer = SystemTimer(self._clock)
         self._purgatory = DelayedOperationPurgatory("bench", self._timer)
@@ -103,9 +69,7 @@ class WheelPurgatory:
         self._check = self._purgatory.check_and_complete
 
     def arrive(self, op_id: int, timeout_ms: int) -> None:
-        op = self._operation(timeout_ms)
-        op.op_id = op_id
-        self._watch(op, (op_id,))
+        self._watch(self._operation(timeout_ms, op_id, self._flags), (op_id,))
 
     def complete(self, op_id: int) -> None:
         self._satisfied[op_id] = 1
