@@ -115,9 +115,7 @@ def build(verbose: bool = False, force: bool = False) -> Path:
             sys.stderr.write(out.getvalue())
         built = sorted((root / "lib").rglob("*.so")) + sorted((root / "lib").rglob("*.pyd"))
         if len(built) != len(modules) + 1:
-            raise BuildFailed(
-                f"expected {len(modules) + 1} extensions, the build made {[p.name for p in built]}"
-            )
+            raise BuildFailed(f"expected {len(modules) + 1} extensions, the build made {[p.name for p in built]}")
         staging = Path(tempfile.mkdtemp(prefix="_native-", dir=impl))
         try:
             for path in built:
