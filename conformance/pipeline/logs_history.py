@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
-from functools import cached_property
+from typing import Any
 
 __all__ = [
     "CheckConfig",
@@ -55,6 +55,18 @@ class CheckConfig:
     expiry_window_ms: int = 600_000
 
 
+class _ParsedTime:
+    """Event.ts_ms: functools.cached_property without the lock Python 3.11 takes on every first
+    read (a seventh of the history check's time); the value lands in the event's __dict__,
+    which is read from then on."""
+
+    def __get__(self, event: Event | None, owner: type | None = None) -> Any:
+        if event is None:
+            return self
+        value = event.__dict__["ts_ms"] = parse_ts_ms(event.ts)
+        return value
+
+
 @dataclass(frozen=True)
 class Event:
     """One coordinator log entry the parser understood (fields empty when the wording lacks them)."""
@@ -73,11 +85,23 @@ class Event:
     error: str = ""
     text: str = ""
 
-    @cached_property
-    def ts_ms(self) -> int | None:
-        """Parsed once per event: the window rules read every event's time again for each
-        later event in their window (~4.6 reads an event on generated logs)."""
-        return parse_ts_ms(self.ts)
+    #: The time in ms (parse_ts_ms), parsed once per event: the window rules read every event's
+    #: time again for each later event in their window (~4.6 reads an event on generated logs).
+    ts_ms = _ParsedTime()
+
+    @classmethod
+    def of(cls, *values: object) -> Event:
+        """An Event from its fields' values in declaration order (logs_pipeline's rows), its time
+        parsed. Why not the constructor: a frozen dataclass's __init__ sets each field through
+        object.__setattr__, which was a quarter of the history check's time."""
+        event = object.__new__(cls)
+        state = event.__dict__
+        state.update(zip(_EVENT_FIELDS, values))
+        state["ts_ms"] = parse_ts_ms(state["ts"])
+        return event
+
+
+_EVENT_FIELDS = tuple(f.name for f in fields(Event))
 
 
 @dataclass(frozen=True)
@@ -117,21 +141,44 @@ class GroupHistory:
 _TS_RE = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})[\sT]+(\d{1,2}):(\d{1,2}):(\d{1,2})(?:[.,]([0-9]{1,6}))?")
 
 
+#: Seconds since the epoch of each whole second seen (the timestamp up to its fraction), None
+#: for an impossible date: events share their second, and datetime's constructor and
+#: timestamp() were half of parse_ts_ms. Emptied when full (a log spans few distinct seconds).
+_SECONDS: dict[str, float | None] = {}
+_SECONDS_KEPT = 1 << 17
+
+
 def parse_ts_ms(ts: str) -> int | None:
     """Kafka's log4j timestamp ("2021-06-09 10:00:00,123"; ISO 'T' and '.' seen too) in ms, local
-    time (as strptime + timestamp() read it)."""
+    time (as strptime + timestamp() read it). The whole seconds are cached: datetime's
+    timestamp() is the second's float plus microseconds / 1e6, so adding the fraction to the
+    cached second gives the very same float."""
     if not ts:
         return None
     found = _TS_RE.fullmatch(ts)
     if found is None:
         return None
-    year, month, day, hour, minute, second, fraction = found.groups()
+    fraction = found.group(7)
+    second = ts if fraction is None else ts[: found.start(7)]
+    if second in _SECONDS:
+        seconds = _SECONDS[second]
+    else:
+        seconds = _whole_seconds(found.groups())
+        if len(_SECONDS) >= _SECONDS_KEPT:
+            _SECONDS.clear()
+        _SECONDS[second] = seconds
+    if seconds is None:
+        return None
     micros = int(fraction.ljust(6, "0")) if fraction else 0
+    return int((seconds + micros / 1e6) * 1000)
+
+
+def _whole_seconds(parts: Sequence[str | None]) -> float | None:
+    year, month, day, hour, minute, second = (int(p or 0) for p in parts[:6])
     try:
-        stamp = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second), micros)
+        return datetime(year, month, day, hour, minute, second).timestamp()
     except ValueError:
         return None
-    return int(stamp.timestamp() * 1000)
 
 
 def _state_after(event: Event) -> str | None:

@@ -54,22 +54,23 @@ CHECK_COLUMNS = (
 
 def _to_event(row: Sequence[Any]) -> Event:
     """A row of CHECK_COLUMNS, unpacked by position: PySpark's Row looks a name up with a
-    list.index per field, and that was a third of the group check's Python time."""
+    list.index per field, and that was a third of the group check's Python time. CHECK_COLUMNS
+    is Event's field order, so Event.of takes the values as they come."""
     file, line, ts, broker, kind, group, generation, member, state, reason, members, error, text = row
-    return Event(
-        file=file,
-        line=int(line),
-        ts=ts or "",
-        broker=broker or "",
-        kind=kind,
-        group=group or "",
-        generation=_int_or_none(generation),
-        member=member or "",
-        state=state or "",
-        reason=reason or "",
-        members=_int_or_none(members),
-        error=error or "",
-        text=text or "",
+    return Event.of(
+        file,
+        int(line),
+        ts or "",
+        broker or "",
+        kind,
+        group or "",
+        _int_or_none(generation),
+        member or "",
+        state or "",
+        reason or "",
+        _int_or_none(members),
+        error or "",
+        text or "",
     )
 
 
