@@ -149,3 +149,22 @@ def test_an_event_parses_its_time_once() -> None:
     event = ev(1, "prepare", 0, sec=1.5)
     assert event.ts_ms == event.ts_ms == parse_ts_ms(event.ts)
     assert "ts_ms" in vars(event)  # cached on the event: the window rules read it again and again
+
+
+@given(
+    st.lists(_TS_PART, min_size=6, max_size=6),
+    st.lists(st.sampled_from(["", ",5", ".123", ",123456", ",999", ".000001"]), min_size=2, max_size=6),
+)
+def test_parse_ts_ms_of_a_cached_second_is_what_strptime_read(parts: list[str], tails: list[str]) -> None:
+    """One whole second parsed once, then its cached value with each fraction (and a second read)."""
+    year, month, day, hour, minute, second = parts
+    for tail in tails:
+        ts = f"{year}-{month}-{day} {hour}:{minute}:{second}{tail}"
+        assert parse_ts_ms(ts) == parse_ts_ms(ts) == _strptime_ms(ts)
+
+
+def test_event_of_is_the_constructor_with_its_time_parsed() -> None:
+    made = Event("server.log", 7, "2021-06-09 10:00:01,250", "1", "stabilized", "g", 3, "m", "", "", 2, "", "t")
+    built = Event.of("server.log", 7, "2021-06-09 10:00:01,250", "1", "stabilized", "g", 3, "m", "", "", 2, "", "t")
+    assert built == made and hash(built) == hash(made) and repr(built) == repr(made)
+    assert vars(built)["ts_ms"] == made.ts_ms == parse_ts_ms(made.ts)
