@@ -173,8 +173,8 @@ def parse_ts_ms(ts: str) -> int | None:
     return int((seconds + micros / 1e6) * 1000)
 
 
-def _whole_seconds(parts: Sequence[str | None]) -> float | None:
-    year, month, day, hour, minute, second = (int(p or 0) for p in parts[:6])
+def _whole_seconds(parts: Sequence[str]) -> float | None:
+    year, month, day, hour, minute, second = map(int, parts[:6])
     try:
         return datetime(year, month, day, hour, minute, second).timestamp()
     except ValueError:
