@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import signal
 import sys
+import time
 
 from diagnostics import diagnosable
 from kafka import ConsumerRebalanceListener, KafkaConsumer
@@ -53,6 +54,15 @@ def main() -> None:
             RoundRobinPartitionAssignor if "roundrobin" in options else RangePartitionAssignor
         ],
     )
+    # Learn the topic's partitions before joining, where the broker lists them (a topic created
+    # through the admin API): a leader that joined without them assigned nothing, rejoined when
+    # the metadata arrived, and in two CI runs hung after "Elected group leader -- performing
+    # partition assignments" of that second generation (kafka-python 3.0.12: its main thread
+    # waiting in ensure_coordinator_ready for good, the IO thread polling). kgc serve creates a
+    # topic when it is first named, so there the wait ends at its bound and nothing changes.
+    deadline = time.monotonic() + 5
+    while not consumer.partitions_for_topic(topic) and time.monotonic() < deadline:
+        time.sleep(0.1)
     consumer.subscribe([topic], listener=Listener())
     say(event="started", client=name)
     while not stop:
