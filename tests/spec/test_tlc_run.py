@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -17,10 +18,13 @@ from kgc.spec.tlc import (
     JarMissingError,
     JavaMissingError,
     TlcJob,
+    TlcStopped,
     locate_jar,
     locate_java,
     make_run_dir,
     run_tlc,
+    stop_all_tlc,
+    stoppable_by,
 )
 from kgc.spec.tlc_output import parse_tool_output
 from kgc.spec.tlc_result import Outcome
@@ -84,6 +88,39 @@ def test_timeout_kills_tlc_and_keeps_partial_output(tmp_path: Path) -> None:
     assert "@!@!@ENDMSG 2262 @!@!@" in (tmp_path / "tlc.out").read_text()  # what TLC printed is kept
     assert not (tmp_path / "states").exists()  # hundreds of MB after a minute of this model
     assert not processes_mentioning(str(tmp_path))
+
+
+def test_a_thrown_switch_stops_the_threads_runs_and_refuses_their_next(tmp_path: Path) -> None:
+    """kgc validate's worker threads: the main thread, interrupted, kills their TLC and throws
+    their switch, so a thread that was between two runs (writing the next batch's module)
+    starts no TLC that leaving the pool would then wait for."""
+    switch = threading.Event()
+    results: dict[str, object] = {}
+
+    def worker() -> None:
+        with stoppable_by(switch):
+            results["first"] = run_tlc(job_for("Forever"), tmp_path / "first")
+            try:
+                run_tlc(job_for("Forever"), tmp_path / "second")
+            except TlcStopped as e:
+                results["second"] = e
+
+    for name in ("first", "second"):  # run_tlc wants an existing, empty folder
+        (tmp_path / name).mkdir()
+    thread = threading.Thread(target=worker)
+    thread.start()
+    out = tmp_path / "first" / "tlc.out"
+    assert _wait_for(lambda: out.exists() and "@!@!@ENDMSG 2200 @!@!@" in out.read_text(), 120), "TLC never ran"
+    started = time.monotonic()
+    stop_all_tlc(switch)
+    thread.join(timeout=30)
+    assert not thread.is_alive() and time.monotonic() - started < 10
+    assert results["first"].outcome is not Outcome.PASSED  # type: ignore[attr-defined]
+    assert isinstance(results["second"], TlcStopped)
+    assert not processes_mentioning(str(tmp_path))
+    # a run outside the switch's block (here the main thread's) is not refused
+    (tmp_path / "third").mkdir()
+    assert run_tlc(job_for("Ok"), tmp_path / "third").outcome is Outcome.PASSED
 
 
 _RUN_FOREVER = """
