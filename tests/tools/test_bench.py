@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -246,6 +247,26 @@ def test_rounds_keep_each_purgatorys_fastest_pass_and_check_every_pass() -> None
         assert len(m["rounds_ops_per_s"]) == 3
         assert m["ops_per_s"] == max(m["rounds_ops_per_s"])
     assert data["agreement"]["ok"]
+
+    # rounds per size; the order reversed every other round (ABBA), so on a host whose speed
+    # drifts one way during the run neither side always runs in the later, faster minute
+    built: list[str] = []
+
+    def logged(cls: type) -> Any:
+        def make(expired: bytearray, satisfied: bytearray) -> Any:
+            built.append(cls.name)
+            return cls(expired, satisfied)
+
+        return make
+
+    data = run_purgatory_bench(
+        (500, 600),
+        purgatories={"wheel": logged(WheelPurgatory), "heap": logged(HeapPurgatory)},
+        memory=False,
+        rounds={500: 4, 600: 1},
+    )
+    assert built == ["wheel", "heap", "heap", "wheel", "wheel", "heap", "heap", "wheel", "wheel", "heap"]
+    assert [len(m["rounds_ops_per_s"]) for m in data["measurements"]] == [4, 4, 1, 1]
 
     class DropsInLaterRounds(DroppingHeap):
         """Agrees in its first pass, drops cancellations in every later one."""

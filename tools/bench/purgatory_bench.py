@@ -42,7 +42,10 @@ QUICK_SIZES = (500, 2_000)
 DEFAULT_BUDGET_S: dict[str, float | None] = {"sched": 60.0}
 QUICK_BUDGET_S: dict[str, float | None] = {"sched": 20.0}
 # Timed passes per purgatory and size in a full run (the fastest kept); --quick makes no timing claims.
-FULL_ROUNDS = 3
+# The smaller sizes take seconds a pass, so they get more rounds: this host's speed drifts within a
+# run (2026-12-02, 100k: the wheel's three passes 540k, 787k, 951k ops/s, the heap's 271k, 308k,
+# 390k), and with three rounds a side's best pass depends on whether it met the fast minute.
+FULL_ROUNDS: dict[int, int] = {10_000: 7, 100_000: 7, 1_000_000: 3}
 # The issue's target: at 1M outstanding the wheel does >= 2x the heap's ops/s (>= 2.5x at 100k),
 # in no more memory.
 TARGET_SIZE = 1_000_000
@@ -367,17 +370,20 @@ def run_purgatory_bench(
     memory: bool = True,
     window_ms: int | None = None,
     gc_mode: str = "on",
-    rounds: int = 1,
+    rounds: int | Mapping[int, int] = 1,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Runs every purgatory on every size; raises PurgatoryDisagreement on any mismatch.
 
     ``gc_mode`` "off" runs the timed passes with the collector disabled; "both" adds such a
     pass after the default one (for every purgatory but sched, whose time is its linear cancel).
-    ``rounds`` > 1 repeats the timed passes, the purgatories alternating within each round, and
-    keeps each one's fastest pass: the same CPU-time work measured on a machine whose speed drifts
-    (the same code ran 2x slower at load 1 one hour than another) would otherwise give a ratio
-    that depends on which side ran in the slow minute. Every pass is checked for agreement.
+    ``rounds`` > 1 (a number, or one per size) repeats the timed passes, the purgatories
+    alternating within each round and their order reversed every other round (ABBA: on a host
+    speeding up or slowing down, the side that always went second would always have the better
+    minute), and keeps each one's fastest pass: the same CPU-time work measured on a machine
+    whose speed drifts (the same code ran 2x slower at load 1 one hour than another) would
+    otherwise give a ratio that depends on which side ran in the slow minute. Every pass is
+    checked for agreement.
     """
     if gc_mode not in ("on", "off", "both"):
         raise ValueError(f"gc_mode must be on, off or both, not {gc_mode!r}")
@@ -410,12 +416,14 @@ def run_purgatory_bench(
         by_name: dict[str, Measurement] = {}
         off_by_name: dict[str, Measurement] = {}
         first_on = gc_mode != "off"
-        for r in range(rounds):
-            for name, factory in purgatories.items():
+        size_rounds = rounds if isinstance(rounds, int) else rounds.get(size, 1)
+        for r in range(size_rounds):
+            order = list(purgatories.items())
+            for name, factory in order if r % 2 == 0 else order[::-1]:
                 if r and name == "sched":
                     continue  # its budget-bound pass is a lower bound anyway; once is enough
                 budget = budget_s.get(name)
-                say(f"purgatory {size}: {name} timing pass (gc {'on' if first_on else 'off'}, round {r + 1}/{rounds})")
+                say(f"purgatory {size}: {name} timing pass (gc {'on' if first_on else 'off'}, round {r + 1}/{size_rounds})")
                 timing = _timing_pass(factory, workload, budget, gc_on=first_on)
                 peak, mem = None, None
                 if r == 0 and memory:
@@ -424,7 +432,7 @@ def run_purgatory_bench(
                 table = by_name if first_on else off_by_name
                 _keep(table, measurements, name, size, timing, peak, mem, "on" if first_on else "off")
                 if gc_mode == "both" and name != "sched":
-                    say(f"purgatory {size}: {name} timing pass (gc off, round {r + 1}/{rounds})")
+                    say(f"purgatory {size}: {name} timing pass (gc off, round {r + 1}/{size_rounds})")
                     off = _timing_pass(factory, workload, budget, gc_on=False)
                     _keep(off_by_name, measurements, name, size, off, None, None, "off")
         if by_name:
@@ -512,9 +520,11 @@ def purgatory_benchmark(options: BenchOptions) -> BenchResult:
     ]
     if not options.quick:
         notes.append(
-            f"timing: {FULL_ROUNDS} rounds of timed passes, wheel and heap alternating within each round "
-            "(sched once); each row is that purgatory's fastest pass (least CPU time, as timeit reports), "
-            "every round's ops/s in rounds_ops_per_s"
+            "timing: "
+            + ", ".join(f"{n} rounds at {size}" for size, n in FULL_ROUNDS.items())
+            + " of timed passes, wheel and heap alternating within each round, in reversed order every "
+            "other round (sched once); each row is that purgatory's fastest pass (least CPU time, as "
+            "timeit reports), every round's ops/s in rounds_ops_per_s"
         )
     if options.gc != "on":
         notes.append(
