@@ -423,7 +423,9 @@ def run_purgatory_bench(
                 if r and name == "sched":
                     continue  # its budget-bound pass is a lower bound anyway; once is enough
                 budget = budget_s.get(name)
-                say(f"purgatory {size}: {name} timing pass (gc {'on' if first_on else 'off'}, round {r + 1}/{size_rounds})")
+                say(
+                    f"purgatory {size}: {name} timing pass (gc {'on' if first_on else 'off'}, round {r + 1}/{size_rounds})"
+                )
                 timing = _timing_pass(factory, workload, budget, gc_on=first_on)
                 peak, mem = None, None
                 if r == 0 and memory:
