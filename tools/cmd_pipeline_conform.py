@@ -47,8 +47,14 @@ def pipeline_conform_command(
     ] = None,
     partitions: Annotated[int | None, typer.Option(min=1, help="Spark partitions (default: one per slice).")] = None,
     slice_size: Annotated[
-        int, typer.Option("--slice", min=1, help="Traces per TLC run (one Spark task's unit of work).")
-    ] = 500,
+        int | None,
+        typer.Option(
+            "--slice",
+            min=1,
+            help="Traces (and random runs) per TLC run, one Spark task's unit of work (default: the traces "
+            "in 8 slices of 500 to 5,000; random runs 500 per slice).",
+        ),
+    ] = None,
     random_runs: Annotated[
         int, typer.Option("--random", min=0, help="Also this many random implementation runs, validated by TLC.")
     ] = 0,
@@ -69,7 +75,7 @@ def pipeline_conform_command(
     except (KeyError, ModelNotFoundError) as e:
         typer.echo(f"kgc pipeline conform: error: {e.args[0] if e.args else e}", err=True)
         raise typer.Exit(int(ExitCode.USAGE)) from None
-    from kgc.conformance.pipeline.conform_job import input_files, plan_units, run_conform
+    from kgc.conformance.pipeline.conform_job import DEFAULT_SLICE, auto_slice, input_files, plan_units, run_conform
     from kgc.conformance.pipeline.conform_report import write_report
 
     files = input_files(list(inputs or []))
@@ -83,10 +89,11 @@ def pipeline_conform_command(
         depth=depth,
         seed=seed,
         bug=bug,
-        slice_size=slice_size,
+        slice_size=slice_size or auto_slice(traces),
         random_runs=random_runs,
         random_steps=depth,
         inputs=files,
+        random_slice=slice_size or DEFAULT_SLICE,
     )
     if not units:
         typer.echo("kgc pipeline conform: error: nothing to do (--traces 0, no --random, no --input)", err=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kgc.conformance.pipeline.conform_job import input_files, plan_units
+from kgc.conformance.pipeline.conform_job import DEFAULT_SLICE, auto_slice, input_files, plan_units
 from kgc.conformance.pipeline.conform_task import MALFORMED, ROW_FIELDS, WorkUnit, run_unit
 
 GOOD_META = {"format": "ITF", "modelValues": ["c1", "c2"]}
@@ -90,6 +90,52 @@ def test_the_plan_does_not_depend_on_partitions() -> None:
         ("simulate", 101, 10),
         ("simulate", 102, 5),
     ]
+
+
+def test_random_slices_can_be_sized_apart_from_simulate_slices() -> None:
+    units = plan_units(
+        model="default", traces=25, depth=9, seed=100, bug=None, slice_size=20, random_runs=12, random_slice=5
+    )
+    assert [(u.kind, u.seed, u.count) for u in units] == [
+        ("random", 100, 5),
+        ("random", 105, 5),
+        ("random", 110, 2),
+        ("simulate", 100, 20),
+        ("simulate", 101, 5),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("traces", "expected"),
+    [(1, 500), (4_000, 500), (4_001, 501), (20_000, 2_500), (40_000, 5_000), (100_000, 5_000), (1_000_000, 5_000)],
+)
+def test_auto_slice_cuts_eight_slices_of_500_to_5000(traces: int, expected: int) -> None:
+    assert auto_slice(traces) == expected
+
+
+@pytest.mark.parametrize(
+    ("args", "simulate_slice", "random_slice"),
+    [([], 2_500, DEFAULT_SLICE), (["--slice", "70"], 70, 70)],
+)
+def test_the_command_sizes_slices_from_the_trace_count_unless_told(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, args: list[str], simulate_slice: int, random_slice: int
+) -> None:
+    """The slices the command plans (it stops before Spark: PySpark reported missing)."""
+    from kgc.conformance.pipeline import conform_job, session
+    from kgc.tools.cli import app
+
+    planned: list[dict] = []
+
+    def recording_plan(**kwargs: object) -> list:
+        planned.append(kwargs)
+        return plan_units(**kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(session, "spark_available", lambda: False)
+    monkeypatch.setattr(conform_job, "plan_units", recording_plan)
+    command = ["pipeline", "conform", "--traces", "20000", "--random", "30", "--out", str(tmp_path / "o"), *args]
+    done = CliRunner().invoke(app, command)
+    assert done.exit_code == 2, done.output
+    assert [(p["slice_size"], p["random_slice"]) for p in planned] == [(simulate_slice, random_slice)]
 
 
 def test_without_pyspark_the_install_hint_and_exit_2(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
