@@ -333,7 +333,11 @@ class _Parser:
         return _make_function((key, _substitute(body, placeholder, key)) for key in sorted(domain, key=sort_key))
 
 
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+#: A key TLC 2.15 prints as a record field: letters, digits and "_" with at least one letter
+#: (measured: ("_" :> 0) and ("__" :> 0) stay functions, ("_a" :> 0) and ("a_" :> 0) print as
+#: records). TLC also prints ("1a" :> 0) as [1a |-> 0], which the tokenizer here reads as a number
+#: and a name: digit-first keys stay functions.
+_IDENTIFIER = re.compile(r"_*[A-Za-z][A-Za-z0-9_]*\Z")
 
 
 def _is_identifier(key: object) -> bool:

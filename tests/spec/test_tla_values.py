@@ -44,6 +44,11 @@ M1, M2, NO = ModelValue("m1"), ModelValue("m2"), ModelValue("NoMember")
         ("[m \\in {m1, m2} |-> {m}]", TlaFunction({M1: frozenset({M1}), M2: frozenset({M2})})),
         ('(1 :> "a" @@ 2 :> "b")', ("a", "b")),  # a function on 1..n is a sequence
         ('("x" :> 1)', Record({"x": 1})),  # identifier keys: a record, as TLC would print it
+        # what TLC 2.15 printed for PrintT(("_" :> 0)) etc.: a key without a letter is no field
+        ('("_" :> 0)', TlaFunction({"_": 0})),
+        ('("__" :> 0)', TlaFunction({"__": 0})),
+        ("[_a |-> 0]", Record({"_a": 0})),
+        ("[a_ |-> 0]", Record({"a_": 0})),
     ],
 )
 def test_parse_tlc_printed_values(text: str, expected: object) -> None:
@@ -112,6 +117,8 @@ def test_every_recorded_value_survives_format_and_parse(name: str) -> None:
         '"a \\"quoted\\" \\\\ string"',
         "{<<m2, 2>>}",
         "-12",
+        '("_" :> 0)',
+        "[_a |-> 0]",
     ],
 )
 def test_format_reproduces_tlc_text(text: str) -> None:
