@@ -92,7 +92,8 @@ def test_value_round_trip_through_itf_json(value: object) -> None:
     assert value_from_itf(encoded, names) == value
     if not _fields_itf_py_cannot_name(value):
         # the reference reader accepts everything we write, but for record fields named like a
-        # Python keyword ("if"): it builds a namedtuple per record (see the test above)
+        # Python keyword ("if") or starting with "_": it builds a namedtuple per record (see the
+        # test above)
         itf_py.value_from_json(encoded)
 
 
